@@ -1,0 +1,43 @@
+# rlstack: two commands do everything on a fresh machine.
+#   make demo   set up, then run the main job headless on the embedded default (PyBullet)
+#   make test   set up, then run every test (colcon test + tests/) and print one summary
+# Every target that runs project code sources env.sh (venv, workspace, middleware settings).
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+ENV := source ./env.sh
+
+.PHONY: help setup build test test-packages test-system demo bench lock clean distclean
+
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+
+setup: ## create .venv, install pinned deps, build ros2_ws (idempotent)
+	@bash tools/setup.sh
+
+build: setup ## alias of setup: the workspace build is part of it
+
+test: setup ## run all tests: colcon test (package tests) + tests/ (system tests)
+	@$(ENV) && bash tools/run_tests.sh
+
+test-packages: setup ## only colcon test (package tests)
+	@$(ENV) && bash tools/run_tests.sh packages
+
+test-system: setup ## only the cross-package system tests in tests/
+	@$(ENV) && bash tools/run_tests.sh system
+
+demo: setup ## run the main job headless and write results to out/
+	@$(ENV) && python tools/demo.py
+
+bench: setup ## run the benchmarks in bench/ (JSON + tables into out/bench/)
+	@$(ENV) && bash bench/run_all.sh
+
+lock: setup ## re-pin requirements/constraints.txt from the current .venv
+	@$(ENV) && python tools/lock.py
+
+clean: ## remove build outputs (keeps .venv)
+	rm -rf ros2_ws/build ros2_ws/install ros2_ws/log out .venv/.rlstack/build
+
+distclean: clean ## remove everything setup made, .venv included
+	rm -rf .venv

@@ -1,0 +1,20 @@
+from setuptools import find_packages, setup
+
+package_name = "rlstack_common"
+
+setup(
+    name=package_name,
+    version="0.1.0",
+    packages=find_packages(exclude=["test"]),
+    data_files=[
+        ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
+        ("share/" + package_name, ["package.xml"]),
+    ],
+    install_requires=["setuptools"],
+    zip_safe=True,
+    maintainer="rlstack developers",
+    maintainer_email="dev@rlstack.invalid",
+    description="Shared helpers for rlstack ROS 2 nodes.",
+    license="Apache-2.0",
+    tests_require=["pytest"],
+)

@@ -1,0 +1,26 @@
+from setuptools import find_packages, setup
+
+package_name = "rlstack_smoke"
+
+setup(
+    name=package_name,
+    version="0.1.0",
+    packages=find_packages(exclude=["test"]),
+    data_files=[
+        ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
+        ("share/" + package_name, ["package.xml"]),
+    ],
+    install_requires=["setuptools"],
+    zip_safe=True,
+    maintainer="rlstack developers",
+    maintainer_email="dev@rlstack.invalid",
+    description="Smoke graph for rlstack: a message and a service call between two processes.",
+    license="Apache-2.0",
+    tests_require=["pytest"],
+    entry_points={
+        "console_scripts": [
+            "smoke_talker = rlstack_smoke.talker_node:main",
+            "smoke_map = rlstack_smoke.map_node:main",
+        ],
+    },
+)

@@ -1,0 +1,26 @@
+from setuptools import find_packages, setup
+
+package_name = "rlstack_testing"
+
+setup(
+    name=package_name,
+    version="0.1.0",
+    packages=find_packages(exclude=["test"]),
+    data_files=[
+        ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
+        ("share/" + package_name, ["package.xml"]),
+    ],
+    install_requires=["setuptools"],
+    zip_safe=True,
+    maintainer="rlstack developers",
+    maintainer_email="dev@rlstack.invalid",
+    description="ROS 2 multi-process test harness for rlstack.",
+    license="Apache-2.0",
+    tests_require=["pytest"],
+    entry_points={
+        "console_scripts": [
+            # Tiny nodes the harness's own tests start as real processes.
+            "echo_node = rlstack_testing.echo_node:main",
+        ],
+    },
+)

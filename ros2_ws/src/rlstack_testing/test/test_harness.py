@@ -1,0 +1,82 @@
+"""The harness tested with real node processes (echo_node) on private domains."""
+
+import os
+import time
+
+import pytest
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
+
+from rlstack_testing import ProcessGroup, lease_domain_id, resolve_executable
+
+
+def test_domain_leases_are_exclusive():
+    with lease_domain_id() as a, lease_domain_id() as b:
+        assert a.domain_id != b.domain_id
+        assert 1 <= a.domain_id <= 101 and 1 <= b.domain_id <= 101
+    # Released leases can be taken again.
+    with lease_domain_id() as c:
+        assert 1 <= c.domain_id <= 101
+
+
+def test_missing_package_and_executable_are_explained():
+    with pytest.raises(FileNotFoundError, match="not in the ament index"):
+        resolve_executable("no_such_package_xyz", "node")
+    with pytest.raises(FileNotFoundError, match="has no executable"):
+        resolve_executable("rlstack_testing", "no_such_exe")
+
+
+def test_round_trip_between_processes(ros_processes, ros_probe):
+    node = ros_processes.start_node("rlstack_testing", "echo_node", params={"prefix": "got:"})
+    replies = ros_probe.subscribe("/out", String)
+    pub = ros_probe.publisher("/in", String)          # waits until echo_node subscribed
+    ros_probe.wait_for_publishers("/out")
+    pub.publish(String(data="hello"))
+    [reply] = ros_probe.wait_for_messages(replies, 1, timeout=10)
+    assert reply.data == "got:hello"
+    response = ros_probe.call(Trigger, "/echo_node/ping", Trigger.Request())
+    assert response.success and response.message == "1"
+    assert node.alive()
+
+
+def test_collect_times_out_with_a_clear_message(ros_probe):
+    with pytest.raises(TimeoutError, match="publisher"):
+        ros_probe.collect("/nobody_publishes_here", String, count=1, timeout=0.5)
+
+
+def test_domains_are_isolated(ros_processes, ros_probe):
+    """A node on another domain is invisible to this test's probe."""
+    with lease_domain_id() as other, ProcessGroup(other.domain_id, ros_processes.log_dir / "other") as group:
+        group.start_node("rlstack_testing", "echo_node")
+        ros_processes.start_node("rlstack_testing", "echo_node", name="mine")
+        ros_probe.wait_for_node("mine")
+        ros_probe.spin_for(1.0)
+        names = [n for n, _ in ros_probe.node.get_node_names_and_namespaces()]
+        assert "echo_node" not in names
+
+
+def test_stop_escalates_when_sigint_is_ignored(ros_processes):
+    node = ros_processes.start_node("rlstack_testing", "echo_node", params={"ignore_sigint": True})
+    node.wait_for_output("echo_node ready", timeout=15)
+    t0 = time.monotonic()
+    code = node.stop(grace=0.5)
+    assert not node.alive()
+    assert code != 0                      # ended by SIGTERM/SIGKILL, not by itself
+    assert time.monotonic() - t0 < 10
+
+
+def test_missing_middleware_settings_refuse_to_start(monkeypatch, tmp_path):
+    monkeypatch.delenv("FASTDDS_DEFAULT_PROFILES_FILE", raising=False)
+    with lease_domain_id() as lease, ProcessGroup(lease.domain_id, tmp_path) as group:
+        with pytest.raises(RuntimeError, match="middleware settings missing"):
+            group.start_node("rlstack_testing", "echo_node")
+
+
+def test_no_process_survives_its_group(tmp_path):
+    with lease_domain_id() as lease:
+        with ProcessGroup(lease.domain_id, tmp_path) as group:
+            procs = [group.start_node("rlstack_testing", "echo_node", name=f"e{i}") for i in range(2)]
+        for proc in procs:
+            assert not proc.alive()
+            with pytest.raises(ProcessLookupError):
+                os.kill(proc.pid, 0)

