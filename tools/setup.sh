@@ -142,6 +142,8 @@ if [ "$needs_build" = yes ]; then
     die "colcon build failed (full log: .venv/.rlstack/colcon-build.log and ros2_ws/log/latest_build)"
   fi
   grep -E '^Summary' "$STAMPS/colcon-build.log" | sed 's/^/[setup] /' || true
+  # `make test` runs colcon test over exactly the packages built here.
+  printf '%s\n' "${BASE_PATHS[@]}" >"$STAMPS/base_paths"
   echo "$BUILD_KEY" >"$STAMPS/build"
 else
   say "workspace up to date (nothing changed since the last build)"

@@ -3,6 +3,11 @@
 Why the EventsExecutor: on our 2-core machines it cut topic round-trip latency about 3x
 against the default SingleThreadedExecutor. ``RLSTACK_EXECUTOR=single`` selects the classic
 executor (for debugging, or if a node needs something the events executor lacks).
+
+Why a ``spin_once`` loop and not ``executor.spin()``: with rclpy 9.1.2 (Kilted wheels),
+``EventsExecutor.spin()`` blocked without running a single callback (timers, subscriptions
+and services all stayed silent, and SIGINT was not honoured), while ``spin_once`` in a loop
+runs them all and raises KeyboardInterrupt on SIGINT. Measured here; see docs/developer.md.
 """
 
 from __future__ import annotations
@@ -36,7 +41,8 @@ def run_node(factory: Callable[[], Node], args: list[str] | None = None) -> int:
         node = factory()
         executor = make_executor()
         executor.add_node(node)
-        executor.spin()
+        while rclpy.ok():
+            executor.spin_once(timeout_sec=0.2)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except rclpy.exceptions.ParameterException as exc:  # includes out-of-range values

@@ -27,13 +27,13 @@ def test_missing_package_and_executable_are_explained():
 
 
 def test_round_trip_between_processes(ros_processes, ros_probe):
-    node = ros_processes.start_node("rlstack_testing", "echo_node", params={"prefix": "got:"})
+    node = ros_processes.start_node("rlstack_testing", "echo_node", params={"prefix": "got-"})
     replies = ros_probe.subscribe("/out", String)
     pub = ros_probe.publisher("/in", String)          # waits until echo_node subscribed
     ros_probe.wait_for_publishers("/out")
     pub.publish(String(data="hello"))
     [reply] = ros_probe.wait_for_messages(replies, 1, timeout=10)
-    assert reply.data == "got:hello"
+    assert reply.data == "got-hello"
     response = ros_probe.call(Trigger, "/echo_node/ping", Trigger.Request())
     assert response.success and response.message == "1"
     assert node.alive()

@@ -1,0 +1,185 @@
+"""Supervising real processes: output, signals, required nodes, escalation, cleanup."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+from conftest import alive, wait_for
+
+from rlstack_launch import load_launch_file, run_graph
+
+
+def graph(*nodes: str) -> str:
+    """A launch file whose entries are the given ``node`` flow mappings."""
+    return "launch:\n" + "".join(f"  - node: {{pkg: demo, exec: fake_node, {n}}}\n" for n in nodes)
+
+
+def wait_ready(prefix, *names: str) -> None:
+    for name in names:
+        wait_for(lambda: prefix.has(name, "pid"), what=f"node {name} to be ready")
+
+
+def test_prefixed_output_and_sigint_reaches_every_child(prefix, cli):
+    path = prefix.launch(graph(
+        "name: alpha, args: '--x 1'",
+        "name: beta, on_exit: shutdown",
+        "name: gamma, namespace: ns",
+    ))
+    runner = cli(str(path))
+    wait_ready(prefix, "alpha", "beta", "gamma")
+    pids = [prefix.pid_of(n) for n in ("alpha", "beta", "gamma")]
+    runner.send_signal(signal.SIGINT)
+    out, err = runner.communicate(timeout=10)
+    assert runner.returncode == 0, err
+    for name in ("alpha", "beta", "gamma"):
+        assert prefix.has(name, "sigint")
+        assert f"[{name}] got SIGINT\n" in out
+        assert f"[{name}] hello on stderr\n" in err
+        assert f"[rlstack_launch] started {name} (pid " in err
+        assert f"[rlstack_launch] {name} exited with code 0" in err
+    # Whole lines, each with exactly one prefix.
+    for line in out.splitlines():
+        assert line.split("] ", 1)[0] in ("[alpha", "[beta", "[gamma"), line
+        assert line.count("ARGV") <= 1
+    argv_line = next(l for l in out.splitlines() if l.startswith("[alpha] ARGV "))
+    assert json.loads(argv_line[len("[alpha] ARGV "):]) == [
+        "--x", "1", "--ros-args", "-r", "__node:=alpha"]
+    assert "received SIGINT, stopping all nodes" in err
+    assert not any(alive(pid) for pid in pids)
+
+
+def test_required_node_failure_stops_the_graph(prefix, cli):
+    path = prefix.launch(graph(
+        "name: worker",
+        "name: boss, on_exit: shutdown, args: '--after 0.3 --exit 3'",
+    ))
+    runner = cli(str(path))
+    out, err = runner.communicate(timeout=10)
+    assert runner.returncode == 1, err
+    assert "[rlstack_launch] boss exited with code 3; it is required, stopping the graph" in err
+    assert prefix.has("worker", "sigint")
+    assert "[worker] got SIGINT" in out
+    assert not alive(prefix.pid_of("worker"))
+
+
+def test_required_node_clean_exit_stops_the_graph_with_0(prefix, cli):
+    path = prefix.launch(graph(
+        "name: worker",
+        "name: boss, on_exit: shutdown, args: '--after 0.2'",
+    ))
+    runner = cli(str(path))
+    out, err = runner.communicate(timeout=10)
+    assert runner.returncode == 0, err
+    assert "boss exited with code 0; it is required, stopping the graph" in err
+    assert prefix.has("worker", "sigint")
+
+
+def test_required_node_killed_by_foreign_signal_fails(prefix, cli):
+    path = prefix.launch(graph("name: worker", "name: boss, on_exit: shutdown"))
+    runner = cli(str(path))
+    wait_ready(prefix, "worker", "boss")
+    os.kill(prefix.pid_of("boss"), signal.SIGKILL)  # not sent by the runner
+    _out, err = runner.communicate(timeout=10)
+    assert runner.returncode == 1, err
+    assert "boss killed by SIGKILL; it is required" in err
+    assert prefix.has("worker", "sigint")
+
+
+def test_non_required_death_does_not_stop_the_graph(prefix, cli):
+    path = prefix.launch(graph(
+        "name: flaky, args: '--after 0.1 --exit 5'",
+        "name: steady, on_exit: shutdown, args: '--after 1.5'",
+    ))
+    runner = cli(str(path))
+    out, err = runner.communicate(timeout=10)
+    # steady ran to its own end: nobody interrupted it when flaky died.
+    assert runner.returncode == 0, err
+    assert "[steady] finished" in out
+    assert not prefix.has("steady", "sigint")
+    assert "flaky exited with code 5 (not required; the graph goes on)" in err
+    assert err.index("flaky exited with code 5") < err.index("steady exited with code 0")
+
+
+def test_graph_that_ends_by_itself(prefix, cli):
+    ok = prefix.launch(graph("name: a, args: '--after 0.1'", "name: b, args: '--after 0.2'"))
+    result = cli.run(str(ok))
+    assert result.returncode == 0, result.stderr
+    bad = prefix.launch(
+        graph("name: c, args: '--after 0.1 --exit 2'", "name: d, args: '--after 0.2'"),
+        name="bad.launch.yaml",
+    )
+    result = cli.run(str(bad))
+    assert result.returncode == 1, result.stderr
+
+
+def test_stubborn_children_get_sigterm_then_sigkill(prefix, cli):
+    path = prefix.launch(graph(
+        "name: deaf, args: '--ignore-int --ignore-term'",
+        "name: half_deaf, args: '--ignore-int'",
+        "name: polite",
+    ))
+    runner = cli(str(path), "--grace", "0.5")
+    wait_ready(prefix, "deaf", "half_deaf", "polite")
+    pids = [prefix.pid_of(n) for n in ("deaf", "half_deaf", "polite")]
+    started = time.monotonic()
+    runner.send_signal(signal.SIGINT)
+    out, err = runner.communicate(timeout=10)
+    elapsed = time.monotonic() - started
+    assert runner.returncode == 0, err
+    assert elapsed < 5, elapsed
+    assert "still running after SIGINT: deaf, half_deaf; sending SIGTERM" in err
+    assert "still running after SIGTERM: deaf; sending SIGKILL" in err
+    assert prefix.has("half_deaf", "sigterm") and "half_deaf exited with code 143" in err
+    assert prefix.has("deaf", "sigterm") and "deaf killed by SIGKILL" in err
+    assert "[polite] got SIGINT" in out
+    assert not any(alive(pid) for pid in pids)
+
+
+def test_second_sigint_escalates_at_once(prefix, cli):
+    path = prefix.launch(graph("name: deaf, args: '--ignore-int'"))
+    runner = cli(str(path), "--grace", "30")
+    wait_ready(prefix, "deaf")
+    runner.send_signal(signal.SIGINT)
+    wait_for(lambda: prefix.has("deaf", "sigint"), what="the first SIGINT to arrive")
+    runner.send_signal(signal.SIGINT)
+    _out, err = runner.communicate(timeout=10)
+    assert runner.returncode == 0, err
+    assert prefix.has("deaf", "sigterm")
+
+
+def test_helpers_spawned_by_a_node_are_stopped(prefix, cli):
+    path = prefix.launch(graph("name: parent, args: '--grandchild'"))
+    runner = cli(str(path))
+    wait_ready(prefix, "parent")
+    helper = int((prefix.state / "parent.grandchild").read_text())
+    assert alive(helper)
+    runner.send_signal(signal.SIGTERM)
+    runner.communicate(timeout=10)
+    assert runner.returncode == 0
+    wait_for(lambda: not alive(helper), timeout=3, what="the helper process to be gone")
+
+
+def test_runner_killed_hard_takes_children_along(prefix, cli):
+    path = prefix.launch(graph("name: orphan_candidate"))
+    runner = cli(str(path))
+    wait_ready(prefix, "orphan_candidate")
+    pid = prefix.pid_of("orphan_candidate")
+    runner.kill()  # SIGKILL: the runner gets no chance to clean up
+    runner.communicate(timeout=10)
+    wait_for(lambda: not alive(pid), timeout=5, what="the node to die with its runner")
+
+
+def test_run_graph_api_in_process(prefix, capfd):
+    path = prefix.launch(graph(
+        "name: quick, args: '--after 0.1'", "name: quick2, args: '--after 0.1'"
+    ))
+    specs = load_launch_file(str(path))
+    assert run_graph(specs, grace=1.0) == 0
+    out, err = capfd.readouterr()
+    assert "[quick] finished" in out and "[quick2] finished" in out
+    assert "[rlstack_launch] quick exited with code 0" in err
+    # The handlers the runner installed are gone again.
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

@@ -1,0 +1,419 @@
+"""Simulator-agnostic backend contract.
+
+Everything a ROS bridge node, a training environment, a conformance test or a
+benchmark needs from a physics simulator goes through :class:`SimBackend`.
+Concrete simulators (PyBullet today, Isaac Sim later) implement it; callers
+never touch simulator handles directly.
+
+Conventions (all backends must follow them):
+
+* SI units: metres, radians, seconds, kilograms, newtons.
+* REP 103 frames: world/odom is x forward, y left, z up. Camera poses are the
+  *optical* frame (z forward, x right, y down).
+* Quaternions are ``(x, y, z, w)`` like ROS ``geometry_msgs``.
+* Time is *simulation* time, advanced only by :meth:`SimBackend.step`.
+
+The data types are frozen dataclasses holding read-only numpy arrays so that a
+snapshot handed to a caller can never be mutated behind its back.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+import math
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
+
+import numpy as np
+
+__all__ = [
+    "Capability",
+    "NotSupported",
+    "Pose",
+    "Twist",
+    "JointState",
+    "JointLimit",
+    "Odometry",
+    "CameraIntrinsics",
+    "CameraFrame",
+    "ObjectState",
+    "OccupancyBox",
+    "SimBackend",
+    "physics_steps_per_control",
+]
+
+
+class NotSupported(NotImplementedError):
+    """Raised when the loaded scene/robot lacks an optional capability.
+
+    Subclasses :class:`NotImplementedError` so generic callers can catch it,
+    but it carries the capability name and what *is* supported, which makes
+    misconfigured training/bridge code fail with an actionable message.
+    """
+
+    def __init__(self, capability: str, scene: Optional[str], available: Sequence[str]) -> None:
+        self.capability = capability
+        self.scene = scene
+        self.available = tuple(sorted(available))
+        super().__init__(
+            f"capability '{capability}' is not supported by scene '{scene}' "
+            f"(supported: {', '.join(self.available) or 'none'})"
+        )
+
+
+class Capability(str, enum.Enum):
+    """Optional features a loaded scene may provide (see ``SimBackend.capabilities``)."""
+
+    JOINT_POSITION_CONTROL = "joint_position_control"
+    BASE_VELOCITY = "base_velocity"
+    END_EFFECTOR_DELTA = "end_effector_delta"
+    GRIPPER = "gripper"
+    CART_FORCE = "cart_force"
+    PLATE_ANGLES = "plate_angles"
+    CAMERA = "camera"
+    STATIC_OCCUPANCY = "static_occupancy"
+
+    def __str__(self) -> str:  # so f-strings print the plain value
+        return self.value
+
+
+def _ro(values: Any, shape: Optional[Tuple[int, ...]] = None, dtype: Any = np.float64) -> np.ndarray:
+    """Copy ``values`` into a read-only numpy array (optionally checking its shape)."""
+    arr = np.array(values, dtype=dtype)
+    if shape is not None and arr.shape != shape:
+        raise ValueError(f"expected shape {shape}, got {arr.shape}")
+    arr.setflags(write=False)
+    return arr
+
+
+@dataclass(frozen=True, eq=False)
+class Pose:
+    """Rigid pose: ``position`` (3,) in metres and ``orientation`` (4,) quaternion xyzw."""
+
+    position: np.ndarray
+    orientation: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 0.0, 1.0]))
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "position", _ro(self.position, (3,)))
+        object.__setattr__(self, "orientation", _ro(self.orientation, (4,)))
+
+
+@dataclass(frozen=True, eq=False)
+class Twist:
+    """Linear (m/s) and angular (rad/s) velocity, each (3,). The frame is stated by the owner."""
+
+    linear: np.ndarray
+    angular: np.ndarray
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "linear", _ro(self.linear, (3,)))
+        object.__setattr__(self, "angular", _ro(self.angular, (3,)))
+
+
+@dataclass(frozen=True, eq=False)
+class JointState:
+    """Snapshot of the robot joints, same order as ``SimBackend.joint_names``.
+
+    :param names: joint names
+    :param position: rad (revolute) or m (prismatic)
+    :param velocity: rad/s or m/s
+    :param effort: applied motor torque (N m) or force (N)
+    """
+
+    names: Tuple[str, ...]
+    position: np.ndarray
+    velocity: np.ndarray
+    effort: np.ndarray
+
+    def __post_init__(self) -> None:
+        n = len(self.names)
+        object.__setattr__(self, "names", tuple(self.names))
+        for attr in ("position", "velocity", "effort"):
+            object.__setattr__(self, attr, _ro(getattr(self, attr), (n,)))
+
+
+class JointLimit(NamedTuple):
+    """Joint limits; unbounded (continuous) joints use ``-inf``/``inf``."""
+
+    lower: float
+    upper: float
+    max_velocity: float
+
+
+@dataclass(frozen=True, eq=False)
+class Odometry:
+    """Base odometry like ``nav_msgs/Odometry``.
+
+    ``pose`` is ``child_frame_id`` expressed in ``frame_id``; ``twist`` is expressed
+    in ``child_frame_id`` (the body frame), as in ROS.
+    """
+
+    stamp: float
+    pose: Pose
+    twist: Twist
+    frame_id: str = "odom"
+    child_frame_id: str = "base_link"
+
+
+@dataclass(frozen=True)
+class CameraIntrinsics:
+    """Pinhole intrinsics in pixels (ROS ``CameraInfo`` convention).
+
+    Pixel ``(u, v)`` (column, row) *centres* sit at integer coordinates, so a
+    point ``(X, Y, Z)`` in the optical frame projects to
+    ``u = fx * X / Z + cx`` and ``v = fy * Y / Z + cy``.
+    """
+
+    width: int
+    height: int
+    fx: float
+    fy: float
+    cx: float
+    cy: float
+
+    @property
+    def K(self) -> np.ndarray:  # noqa: N802 - standard name
+        """3x3 camera matrix."""
+        return np.array([[self.fx, 0.0, self.cx], [0.0, self.fy, self.cy], [0.0, 0.0, 1.0]])
+
+    @classmethod
+    def from_vertical_fov(cls, width: int, height: int, vfov_rad: float) -> "CameraIntrinsics":
+        """Square-pixel intrinsics for a vertical field of view (OpenGL-style projection)."""
+        fy = 0.5 * height / math.tan(0.5 * vfov_rad)
+        # OpenGL covers [0, W] x [0, H] in pixel *edges*; centres are at +0.5,
+        # hence the -0.5 to express cx/cy in the centre-at-integer convention.
+        return cls(width, height, fy, fy, 0.5 * width - 0.5, 0.5 * height - 0.5)
+
+
+@dataclass(frozen=True, eq=False)
+class CameraFrame:
+    """One RGB-D image.
+
+    :param name: camera name (``SimBackend.camera_names``)
+    :param stamp: sim time in seconds when rendered
+    :param rgb: ``uint8`` (H, W, 3)
+    :param depth: ``float32`` (H, W) metric depth along the optical z axis (m);
+        NaN where nothing was hit before the far plane
+    :param intrinsics: pinhole model of both images (they are registered)
+    :param pose: optical frame (z forward, x right, y down) in the world/odom frame
+    :param frame_id: TF name of the optical frame
+    """
+
+    name: str
+    stamp: float
+    rgb: np.ndarray
+    depth: np.ndarray
+    intrinsics: CameraIntrinsics
+    pose: Pose
+    frame_id: str = ""
+
+
+@dataclass(frozen=True, eq=False)
+class ObjectState:
+    """Ground-truth state of a scene object (evaluation/training only).
+
+    :param pose: world pose of the object's centre
+    :param velocity: world-frame twist
+    :param shape: ``'box'``, ``'sphere'``, ``'cylinder'`` or a robot-specific name
+    :param color_name: e.g. ``'red'``
+    :param size: full extents (x, y, z) in metres (sphere: diameter x3;
+        cylinder: diameter, diameter, height)
+    """
+
+    name: str
+    pose: Pose
+    velocity: Twist
+    shape: str
+    color_name: str
+    size: Tuple[float, float, float]
+
+
+@dataclass(frozen=True)
+class OccupancyBox:
+    """Axis-aligned 2-D footprint of static geometry (for map generation)."""
+
+    name: str
+    x_min: float
+    x_max: float
+    y_min: float
+    y_max: float
+    height: float
+
+
+def physics_steps_per_control(physics_rate_hz: float, control_rate_hz: float) -> int:
+    """Number of physics steps per control step, validating divisibility.
+
+    :raises ValueError: if ``control_rate_hz`` does not divide ``physics_rate_hz``
+        (e.g. 240 Hz physics accepts 240, 120, 80, 60, 48, 40, 30, ... but not 50).
+    """
+    if not (math.isfinite(control_rate_hz) and control_rate_hz > 0):
+        raise ValueError(f"control rate must be a positive finite number, got {control_rate_hz!r}")
+    if control_rate_hz > physics_rate_hz:
+        raise ValueError(
+            f"control rate {control_rate_hz} Hz exceeds the physics rate {physics_rate_hz} Hz"
+        )
+    ratio = physics_rate_hz / control_rate_hz
+    k = int(round(ratio))
+    if abs(ratio - k) > 1e-9 * ratio:
+        raise ValueError(
+            f"control rate {control_rate_hz} Hz does not divide the physics rate "
+            f"{physics_rate_hz} Hz; pick physics_rate_hz / k for an integer k"
+        )
+    return k
+
+
+class SimBackend(abc.ABC):
+    """Abstract simulator backend.
+
+    Life cycle: construct -> :meth:`load_scene` -> :meth:`reset` -> loop of
+    ``set_*`` commands and :meth:`step` -> :meth:`close`. Commands are latched:
+    they stay active until replaced (like a hardware motor controller).
+
+    Determinism: after ``reset(seed)`` the state depends only on the scene,
+    its options and ``seed``; identical command sequences then produce
+    identical trajectories.
+    """
+
+    # ----------------------------------------------------------------- scene
+    @abc.abstractmethod
+    def load_scene(self, name: str, **options: Any) -> None:
+        """Build scene ``name`` (see ``sim_bridges.scenes.scene_names()``).
+
+        :raises ValueError: for an unknown scene, listing the valid names
+        """
+
+    @property
+    @abc.abstractmethod
+    def scene_name(self) -> Optional[str]:
+        """Name of the loaded scene, ``None`` before :meth:`load_scene`."""
+
+    @property
+    @abc.abstractmethod
+    def capabilities(self) -> frozenset:
+        """Set of :class:`Capability` values supported by the loaded scene."""
+
+    @abc.abstractmethod
+    def reset(self, seed: int) -> None:
+        """Restore the initial state, randomised deterministically by ``seed``; sim time -> 0."""
+
+    @abc.abstractmethod
+    def step(self, n_control_steps: int = 1) -> None:
+        """Advance ``n_control_steps`` control periods (each several physics steps)."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release simulator resources. Safe to call twice."""
+
+    # ------------------------------------------------------------------ time
+    @property
+    @abc.abstractmethod
+    def sim_time(self) -> float:
+        """Simulation time in seconds since the last reset."""
+
+    @property
+    @abc.abstractmethod
+    def physics_rate_hz(self) -> float:
+        """Fixed physics integration rate."""
+
+    @property
+    @abc.abstractmethod
+    def control_period(self) -> float:
+        """Duration of one control step (s); an integer multiple of the physics period."""
+
+    @abc.abstractmethod
+    def set_control_rate(self, control_rate_hz: float) -> None:
+        """Change the control rate.
+
+        :raises ValueError: if it does not divide :attr:`physics_rate_hz`
+        """
+
+    # ---------------------------------------------------------------- joints
+    @property
+    @abc.abstractmethod
+    def joint_names(self) -> Tuple[str, ...]:
+        """All movable joints of the robot(s), in :meth:`joint_state` order."""
+
+    @abc.abstractmethod
+    def joint_state(self) -> JointState:
+        """Current joint positions, velocities and efforts."""
+
+    @abc.abstractmethod
+    def joint_limits(self) -> Dict[str, JointLimit]:
+        """``name -> (lower, upper, max_velocity)`` for every joint in :attr:`joint_names`."""
+
+    @abc.abstractmethod
+    def set_joint_targets(self, names: Sequence[str], positions: Sequence[float]) -> None:
+        """Position-control the named joints.
+
+        :raises ValueError: on length mismatch, NaN/inf, unknown or passive joint,
+            or a target outside the joint limits (callers decide whether to clip)
+        """
+
+    # ------------------------------------------------------------ mobile base
+    def set_base_velocity(self, linear_x: float, angular_z: float) -> None:
+        """Differential-drive command (m/s, rad/s in ``base_link``), mapped to wheel speeds."""
+        raise self._not_supported(Capability.BASE_VELOCITY)
+
+    def base_odometry(self) -> Odometry:
+        """Pose of ``base_link`` in ``odom`` and its body-frame twist."""
+        raise self._not_supported(Capability.BASE_VELOCITY)
+
+    # ---------------------------------------------------------------- cameras
+    @property
+    @abc.abstractmethod
+    def camera_names(self) -> Tuple[str, ...]:
+        """Cameras of the loaded scene (may be empty)."""
+
+    @abc.abstractmethod
+    def camera_frame(self, name: str) -> CameraFrame:
+        """Render camera ``name`` now (rendering only happens on request).
+
+        :raises ValueError: for an unknown camera name
+        """
+
+    # ----------------------------------------------------------- ground truth
+    @abc.abstractmethod
+    def ground_truth(self) -> Dict[str, ObjectState]:
+        """Privileged object states, for evaluation and training rewards only."""
+
+    def static_occupancy(self) -> List[OccupancyBox]:
+        """2-D footprints of the static geometry of the scene (walls, furniture)."""
+        raise self._not_supported(Capability.STATIC_OCCUPANCY)
+
+    # ------------------------------------------------- optional robot features
+    def set_end_effector_delta(self, dx: float, dy: float, dz: float) -> None:
+        """Move the arm end effector by a Cartesian delta (m, arm base frame) via IK."""
+        raise self._not_supported(Capability.END_EFFECTOR_DELTA)
+
+    def set_gripper(self, open: bool) -> None:  # noqa: A002 - name fixed by the contract
+        """Open or close the gripper."""
+        raise self._not_supported(Capability.GRIPPER)
+
+    def set_cart_force(self, force: float) -> None:
+        """Horizontal force (N) on the cart-pole cart, latched until changed."""
+        raise self._not_supported(Capability.CART_FORCE)
+
+    def set_plate_angles(self, pitch: float, roll: float) -> None:
+        """Ball-plate tilt targets (rad): ``pitch`` about x, ``roll`` about y."""
+        raise self._not_supported(Capability.PLATE_ANGLES)
+
+    # ---------------------------------------------------------------- helpers
+    def _not_supported(self, capability: Capability) -> NotSupported:
+        """Build the error for a missing capability (subclasses may reuse it)."""
+        try:
+            caps = [str(c) for c in self.capabilities]
+        except Exception:  # capabilities may fail before load_scene
+            caps = []
+        return NotSupported(str(capability), self.scene_name, caps)
+
+    def require(self, capability: Capability) -> None:
+        """Raise :class:`NotSupported` unless ``capability`` is available."""
+        if capability not in self.capabilities:
+            raise self._not_supported(capability)
+
+    def __enter__(self) -> "SimBackend":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

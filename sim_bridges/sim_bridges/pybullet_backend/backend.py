@@ -1,0 +1,667 @@
+"""PyBullet implementation of :class:`sim_bridges.contract.SimBackend`."""
+
+from __future__ import annotations
+
+import math
+import operator
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import pybullet as p
+import pybullet_data
+
+from ..contract import (
+    Capability,
+    CameraFrame,
+    JointLimit,
+    JointState,
+    ObjectState,
+    OccupancyBox,
+    Odometry,
+    Pose,
+    SimBackend,
+    Twist,
+    physics_steps_per_control,
+)
+from ..geometry import diff_drive_wheel_speeds, quat_to_matrix
+from ..robots.spec import RobotSpec
+from ..scenes import make_scene
+from ..scenes.spec import ObjectSpec, SceneSpec
+from .camera import PyBulletCamera
+
+__all__ = ["PyBulletBackend"]
+
+_MOVABLE = (p.JOINT_REVOLUTE, p.JOINT_PRISMATIC)
+#: Target speed used to turn a velocity motor into a pure force source (see set_cart_force).
+_FORCE_MODE_SPEED = 1.0e3
+_IDENTITY = ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0))
+
+
+@dataclass
+class _Joint:
+    name: str
+    body: int
+    index: int
+    lower: float
+    upper: float
+    max_velocity: float
+    max_force: float
+
+
+@dataclass
+class _Robot:
+    spec: RobotSpec
+    body: int
+    joints: Dict[str, _Joint]  # movable joints, URDF order
+    links: Dict[str, int]  # link name -> index (root = -1)
+    joint_indices: List[int] = field(default_factory=list)
+
+
+@dataclass
+class _Object:
+    spec: ObjectSpec
+    body: int
+    # root-link frame relative to the inertial frame PyBullet reports (identity for primitives)
+    com_to_link: Tuple[Tuple[float, ...], Tuple[float, ...]] = _IDENTITY
+
+
+class PyBulletBackend(SimBackend):
+    """Headless (``p.DIRECT``) PyBullet simulation behind the backend contract.
+
+    Each instance owns its own physics client, so several backends can run in
+    one process; no call ever goes to PyBullet's implicit default client.
+
+    :param physics_rate_hz: fixed integration rate
+    :param control_rate_hz: rate of :meth:`step`; must divide ``physics_rate_hz``
+    :param gui: open the PyBullet GUI instead of running headless
+    :param solver_iterations: constraint solver iterations per physics step
+    :param reset_mode: ``"rebuild"`` (bitwise-reproducible resets) or
+        ``"snapshot"`` (faster, exact only without contacts); see :meth:`reset`
+
+    Example::
+
+        with PyBulletBackend() as sim:
+            sim.load_scene("cartpole")
+            sim.reset(seed=0)
+            sim.set_cart_force(5.0)
+            sim.step(10)
+            print(sim.joint_state().position)
+    """
+
+    def __init__(
+        self,
+        physics_rate_hz: float = 240.0,
+        control_rate_hz: float = 60.0,
+        gui: bool = False,
+        solver_iterations: int = 50,
+        reset_mode: str = "rebuild",
+    ) -> None:
+        if reset_mode not in ("rebuild", "snapshot"):
+            raise ValueError(f"reset_mode must be 'rebuild' or 'snapshot', got {reset_mode!r}")
+        self._reset_mode = reset_mode
+        if not (math.isfinite(physics_rate_hz) and physics_rate_hz > 0):
+            raise ValueError(f"physics_rate_hz must be positive, got {physics_rate_hz!r}")
+        self._physics_rate_hz = float(physics_rate_hz)
+        self._substeps = physics_steps_per_control(self._physics_rate_hz, control_rate_hz)
+        self._solver_iterations = int(solver_iterations)
+        self._cid = p.connect(p.GUI if gui else p.DIRECT)
+        if self._cid < 0:
+            raise RuntimeError("could not connect to a PyBullet physics server")
+        self._closed = False
+        self._tmpdir: Optional[str] = None
+        self._clear_scene()
+
+    # ------------------------------------------------------------------ setup
+    def _clear_scene(self) -> None:
+        self._spec: Optional[SceneSpec] = None
+        self._caps: frozenset = frozenset()
+        self._robots: List[_Robot] = []
+        self._objects: Dict[str, _Object] = {}
+        self._joints: Dict[str, _Joint] = {}
+        self._joint_names: Tuple[str, ...] = ()
+        self._position_joints: Dict[str, _Joint] = {}
+        self._joint_groups: List[Tuple[int, List[int]]] = []
+        self._cameras: Dict[str, PyBulletCamera] = {}
+        self._snapshot: Optional[int] = None
+        self._stepped_since_build = False
+        self._physics_steps = 0
+        self._mobile: Optional[_Robot] = None
+        self._arm: Optional[_Robot] = None
+        self._cart: Optional[_Robot] = None
+        self._plate: Optional[_Robot] = None
+
+    @property
+    def client_id(self) -> int:
+        """PyBullet physics client id (for benchmarks and debugging only)."""
+        return self._cid
+
+    def load_scene(self, name: str, **options: Any) -> None:
+        """Build scene ``name`` and reset it with ``seed`` (option, default 0).
+
+        Other options go to the scene factory (see ``sim_bridges.scenes``).
+
+        :raises ValueError: for an unknown scene name (listing the valid ones)
+            or options the scene does not accept
+        """
+        self._check_open()
+        seed = options.pop("seed", 0)
+        try:
+            spec = make_scene(name, **options)
+        except TypeError as exc:  # unexpected keyword for that factory
+            raise ValueError(f"bad options for scene '{name}': {exc}") from None
+        self._build_world(spec)
+        self.reset(seed)
+
+    def _build_world(self, spec: SceneSpec) -> None:
+        """(Re)create the whole PyBullet world for ``spec`` and snapshot it."""
+        cid = self._cid
+        p.resetSimulation(physicsClientId=cid)
+        self._clear_scene()
+        self._cleanup_tmpdir()
+        p.setPhysicsEngineParameter(
+            fixedTimeStep=1.0 / self._physics_rate_hz,
+            numSubSteps=0,
+            numSolverIterations=self._solver_iterations,
+            # sort contact pairs so solver order never depends on history: needed
+            # for bitwise-identical trajectories after reset()
+            deterministicOverlappingPairs=1,
+            physicsClientId=cid,
+        )
+        p.setGravity(0.0, 0.0, -spec.gravity, physicsClientId=cid)
+        if spec.ground_plane:
+            p.loadURDF(os.path.join(pybullet_data.getDataPath(), "plane.urdf"), physicsClientId=cid)
+        for obj in spec.static + spec.objects:
+            self._build_object(obj)
+        for robot_spec in spec.robots:
+            self._build_robot(robot_spec)
+        self._spec = spec
+        self._caps = spec.capabilities
+        self._build_cameras(spec)
+        # Pristine state (no contacts, no history) that every reset starts from.
+        self._snapshot = p.saveState(physicsClientId=cid)
+        self._stepped_since_build = False
+
+    def _build_object(self, obj: ObjectSpec) -> None:
+        cid = self._cid
+        pos, orn = tuple(obj.pose.position), tuple(obj.pose.orientation)
+        if obj.urdf_path is not None:
+            body = p.loadURDF(
+                obj.urdf_path, pos, orn, flags=p.URDF_USE_INERTIA_FROM_FILE, physicsClientId=cid
+            )
+        else:
+            sx, sy, sz = obj.size
+            if obj.shape == "box":
+                geo = dict(shapeType=p.GEOM_BOX, halfExtents=[sx / 2, sy / 2, sz / 2])
+                col = p.createCollisionShape(physicsClientId=cid, **geo)
+                vis = p.createVisualShape(rgbaColor=obj.rgba, physicsClientId=cid, **geo)
+            elif obj.shape == "sphere":
+                col = p.createCollisionShape(p.GEOM_SPHERE, radius=sx / 2, physicsClientId=cid)
+                vis = p.createVisualShape(p.GEOM_SPHERE, radius=sx / 2, rgbaColor=obj.rgba, physicsClientId=cid)
+            else:  # cylinder along z
+                col = p.createCollisionShape(p.GEOM_CYLINDER, radius=sx / 2, height=sz, physicsClientId=cid)
+                vis = p.createVisualShape(
+                    p.GEOM_CYLINDER, radius=sx / 2, length=sz, rgbaColor=obj.rgba, physicsClientId=cid
+                )
+            body = p.createMultiBody(obj.mass, col, vis, pos, orn, physicsClientId=cid)
+            p.changeDynamics(
+                body,
+                -1,
+                lateralFriction=obj.lateral_friction,
+                rollingFriction=obj.rolling_friction,
+                spinningFriction=obj.spinning_friction,
+                restitution=obj.restitution,
+                physicsClientId=cid,
+            )
+        if obj.mass > 0:
+            self._objects[obj.name] = _Object(obj, body, self._com_to_link(body))
+
+    def _com_to_link(self, body: int) -> Tuple[Tuple[float, ...], Tuple[float, ...]]:
+        info = p.getDynamicsInfo(body, -1, physicsClientId=self._cid)
+        return p.invertTransform(info[3], info[4])
+
+    def _urdf_file(self, spec: RobotSpec) -> str:
+        if spec.urdf_path is not None:
+            return spec.urdf_path
+        if self._tmpdir is None:
+            self._tmpdir = tempfile.mkdtemp(prefix="sim_bridges_")
+        path = os.path.join(self._tmpdir, f"{spec.name}.urdf")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(spec.urdf_text)
+        return path
+
+    def _build_robot(self, spec: RobotSpec) -> None:
+        cid = self._cid
+        flags = p.URDF_USE_INERTIA_FROM_FILE if spec.inertia_from_file else 0
+        body = p.loadURDF(
+            self._urdf_file(spec),
+            tuple(spec.base_pose.position),
+            tuple(spec.base_pose.orientation),
+            useFixedBase=spec.fixed_base,
+            flags=flags,
+            physicsClientId=cid,
+        )
+        links = {p.getBodyInfo(body, physicsClientId=cid)[0].decode(): -1}
+        joints: Dict[str, _Joint] = {}
+        for j in range(p.getNumJoints(body, physicsClientId=cid)):
+            info = p.getJointInfo(body, j, physicsClientId=cid)
+            links[info[12].decode()] = j
+            if info[2] not in _MOVABLE:
+                continue
+            name, lower, upper = info[1].decode(), float(info[8]), float(info[9])
+            if upper < lower or (lower == 0.0 and upper == 0.0 and info[2] == p.JOINT_REVOLUTE):
+                lower, upper = -math.inf, math.inf  # continuous joint
+            if name in self._joints:
+                raise ValueError(f"duplicate joint name '{name}' in scene")
+            joints[name] = _Joint(name, body, j, lower, upper, float(info[11]), float(info[10]))
+        robot = _Robot(spec, body, joints, links, [jt.index for jt in joints.values()])
+        for name in spec.position_joints + spec.passive_joints:
+            if name not in joints:
+                raise ValueError(f"robot '{spec.name}': no movable joint '{name}'")
+        self._robots.append(robot)
+        self._joints.update(joints)
+        self._joint_names += tuple(joints)
+        self._joint_groups.append((body, robot.joint_indices))
+        self._position_joints.update({n: joints[n] for n in spec.position_joints})
+        if spec.diff_drive is not None:
+            self._mobile = robot
+        if spec.arm is not None:
+            self._arm = robot
+        if spec.cart_joint is not None:
+            self._cart = robot
+        if spec.plate_joints is not None:
+            self._plate = robot
+
+    def _build_cameras(self, spec: SceneSpec) -> None:
+        robots = {r.spec.name: r for r in self._robots}
+        for cam in spec.all_cameras:
+            mount = None
+            if cam.link is not None:
+                robot = robots[cam.robot]
+                mount = (robot.body, robot.links[cam.link])
+            self._cameras[cam.name] = PyBulletCamera(cam, self._cid, mount)
+
+    # ------------------------------------------------------------------ reset
+    def reset(self, seed: int) -> None:
+        """Return to the freshly built world, then apply the seeded randomisation.
+
+        With ``reset_mode="rebuild"`` (default) a world that has been stepped is
+        rebuilt from scratch (``resetSimulation``): Bullet keeps per-pair and
+        per-collider bookkeeping that no snapshot restores, and it changes
+        contact-rich trajectories by up to ~1e-4 m. Rebuilding makes every
+        episode bitwise identical to one in a fresh process, at a cost of
+        ~3 ms (cartpole) to ~100 ms (scenes with a Panda).
+        ``reset_mode="snapshot"`` only restores a saved state (sub-millisecond);
+        it is exact for contact-free scenes such as ``cartpole``.
+        """
+        self._check_loaded()
+        seed = operator.index(seed)
+        cid = self._cid
+        if self._stepped_since_build and self._reset_mode == "rebuild":
+            self._build_world(self._spec)
+        p.restoreState(self._snapshot, physicsClientId=cid)
+        rng = np.random.default_rng(seed)
+        for robot in self._robots:
+            spec = robot.spec
+            p.resetBasePositionAndOrientation(
+                robot.body, tuple(spec.base_pose.position), tuple(spec.base_pose.orientation), physicsClientId=cid
+            )
+            p.resetBaseVelocity(robot.body, (0, 0, 0), (0, 0, 0), physicsClientId=cid)
+            state = {n: (float(spec.initial_positions.get(n, 0.0)), 0.0) for n in robot.joints}
+            if spec.sample_initial_state is not None:
+                state.update(spec.sample_initial_state(rng))
+            for name, (pos, vel) in state.items():
+                p.resetJointState(robot.body, robot.joints[name].index, pos, vel, physicsClientId=cid)
+            self._apply_default_controls(robot, state)
+        poses = self._spec.sample_object_poses(rng) if self._spec.sample_object_poses else {}
+        for name, obj in self._objects.items():
+            pose = poses.get(name, obj.spec.pose)
+            p.resetBasePositionAndOrientation(
+                obj.body, *self._link_to_com(obj, pose), physicsClientId=cid
+            )
+            p.resetBaseVelocity(obj.body, (0, 0, 0), (0, 0, 0), physicsClientId=cid)
+        # Bullet's sleep timers are not part of the snapshot: without a wake-up a
+        # body that rested long enough last episode would start this one asleep.
+        for body in [o.body for o in self._objects.values()] + [r.body for r in self._robots]:
+            p.changeDynamics(body, -1, activationState=p.ACTIVATION_STATE_WAKE_UP, physicsClientId=cid)
+        self._physics_steps = 0
+
+    def _link_to_com(self, obj: _Object, pose: Pose):
+        pos, orn = tuple(pose.position), tuple(pose.orientation)
+        if obj.com_to_link == _IDENTITY:
+            return pos, orn
+        return p.multiplyTransforms(pos, orn, *p.invertTransform(*obj.com_to_link))
+
+    def _apply_default_controls(self, robot: _Robot, state: Dict[str, Tuple[float, float]]) -> None:
+        """Latch the 'hold still' commands: targets = initial positions, wheels stopped."""
+        cid = self._cid
+        spec = robot.spec
+        # PyBullet gives every joint a velocity motor by default: switch it off for
+        # passive joints (and everything not driven below) so they move freely.
+        for joint in robot.joints.values():
+            p.setJointMotorControl2(robot.body, joint.index, p.VELOCITY_CONTROL, force=0.0, physicsClientId=cid)
+        if spec.position_joints:
+            js = [robot.joints[n] for n in spec.position_joints]
+            self._position_control(robot.body, js, [state[n][0] for n in spec.position_joints])
+        if spec.diff_drive is not None:
+            self._wheel_control(0.0, 0.0)
+
+    # ------------------------------------------------------------------- time
+    def step(self, n_control_steps: int = 1) -> None:
+        """Advance ``n_control_steps`` control periods.
+
+        Hot path: commands are latched in PyBullet's motors, so stepping is just
+        the bare ``stepSimulation`` loop (no per-step Python work besides it).
+        """
+        if self._spec is None:
+            self._check_loaded()
+        if type(n_control_steps) is not int:  # exact-type check is cheaper than index() per call
+            n_control_steps = operator.index(n_control_steps)
+        if n_control_steps < 0:
+            raise ValueError(f"n_control_steps must be >= 0, got {n_control_steps}")
+        n = n_control_steps * self._substeps
+        # positional client id: keyword parsing costs ~0.2 us per call in PyBullet
+        step_simulation, cid = p.stepSimulation, self._cid
+        if n == 1:
+            step_simulation(cid)
+        else:
+            for _ in range(n):
+                step_simulation(cid)
+        self._physics_steps += n
+        self._stepped_since_build = True
+
+    @property
+    def sim_time(self) -> float:
+        # integer step count * dt: no drift from accumulating floats
+        return self._physics_steps / self._physics_rate_hz
+
+    @property
+    def physics_rate_hz(self) -> float:
+        return self._physics_rate_hz
+
+    @property
+    def control_period(self) -> float:
+        return self._substeps / self._physics_rate_hz
+
+    @property
+    def physics_steps_per_control(self) -> int:
+        """Physics steps per control step."""
+        return self._substeps
+
+    def set_control_rate(self, control_rate_hz: float) -> None:
+        self._substeps = physics_steps_per_control(self._physics_rate_hz, control_rate_hz)
+
+    # ----------------------------------------------------------------- scene
+    @property
+    def scene_name(self) -> Optional[str]:
+        return None if self._spec is None else self._spec.name
+
+    @property
+    def capabilities(self) -> frozenset:
+        return self._caps
+
+    # ---------------------------------------------------------------- joints
+    @property
+    def joint_names(self) -> Tuple[str, ...]:
+        return self._joint_names
+
+    def joint_state(self) -> JointState:
+        self._check_loaded()
+        cid = self._cid
+        states: list = []
+        for body, indices in self._joint_groups:
+            if indices:
+                states.extend(p.getJointStates(body, indices, physicsClientId=cid))
+        if not states:
+            return JointState((), np.zeros(0), np.zeros(0), np.zeros(0))
+        arr = np.array([(s[0], s[1], s[3]) for s in states], dtype=np.float64)
+        return JointState(self._joint_names, arr[:, 0], arr[:, 1], arr[:, 2])
+
+    def joint_limits(self) -> Dict[str, JointLimit]:
+        self._check_loaded()
+        return {n: JointLimit(j.lower, j.upper, j.max_velocity) for n, j in self._joints.items()}
+
+    def set_joint_targets(self, names: Sequence[str], positions: Sequence[float]) -> None:
+        self._check_loaded()
+        if not self._position_joints:
+            raise self._not_supported(Capability.JOINT_POSITION_CONTROL)
+        names = list(names)
+        targets = np.asarray(positions, dtype=np.float64)
+        if targets.ndim != 1 or len(names) != targets.shape[0]:
+            raise ValueError(f"got {len(names)} joint names but {targets.size} positions")
+        if not np.all(np.isfinite(targets)):
+            raise ValueError(f"joint targets must be finite, got {targets.tolist()}")
+        if len(set(names)) != len(names):
+            raise ValueError(f"duplicate joint names in {names}")
+        joints = []
+        for name, target in zip(names, targets):
+            joint = self._position_joints.get(name)
+            if joint is None:
+                if name in self._joints:
+                    raise ValueError(
+                        f"joint '{name}' is not position-controlled; controllable: {sorted(self._position_joints)}"
+                    )
+                raise ValueError(f"unknown joint '{name}'; known joints: {list(self._joint_names)}")
+            if not joint.lower - 1e-9 <= target <= joint.upper + 1e-9:
+                raise ValueError(
+                    f"target {target:.6g} for joint '{name}' outside limits [{joint.lower:.6g}, {joint.upper:.6g}]"
+                )
+            joints.append(joint)
+        by_body: Dict[int, Tuple[list, list]] = {}
+        for joint, target in zip(joints, targets):
+            js, ts = by_body.setdefault(joint.body, ([], []))
+            js.append(joint)
+            ts.append(float(target))
+        for body, (js, ts) in by_body.items():
+            self._position_control(body, js, ts)
+
+    def _position_control(self, body: int, joints: Sequence[_Joint], targets: Sequence[float]) -> None:
+        p.setJointMotorControlArray(
+            body,
+            [j.index for j in joints],
+            p.POSITION_CONTROL,
+            targetPositions=list(targets),
+            forces=[j.max_force for j in joints],
+            physicsClientId=self._cid,
+        )
+
+    # ------------------------------------------------------------ mobile base
+    def set_base_velocity(self, linear_x: float, angular_z: float) -> None:
+        """Diff-drive command; wheel speeds above the limit are scaled down together
+        (keeping the path curvature) rather than clipped independently."""
+        self.require(Capability.BASE_VELOCITY)
+        if not (math.isfinite(linear_x) and math.isfinite(angular_z)):
+            raise ValueError(f"base velocity must be finite, got ({linear_x}, {angular_z})")
+        self._wheel_control(float(linear_x), float(angular_z))
+
+    def _wheel_control(self, linear_x: float, angular_z: float) -> None:
+        robot = self._mobile
+        dd = robot.spec.diff_drive
+        left, right = diff_drive_wheel_speeds(linear_x, angular_z, dd.wheel_radius, dd.track_width)
+        scale = max(1.0, abs(left) / dd.max_wheel_speed, abs(right) / dd.max_wheel_speed)
+        p.setJointMotorControlArray(
+            robot.body,
+            [robot.joints[dd.left_wheel_joint].index, robot.joints[dd.right_wheel_joint].index],
+            p.VELOCITY_CONTROL,
+            targetVelocities=[left / scale, right / scale],
+            forces=[dd.wheel_torque, dd.wheel_torque],
+            physicsClientId=self._cid,
+        )
+
+    def base_odometry(self) -> Odometry:
+        """Ground-truth odometry: ``odom`` coincides with the world frame."""
+        self.require(Capability.BASE_VELOCITY)
+        cid, body = self._cid, self._mobile.body
+        pos, orn = p.getBasePositionAndOrientation(body, physicsClientId=cid)
+        lin, ang = p.getBaseVelocity(body, physicsClientId=cid)
+        r = quat_to_matrix(orn)
+        # base_link's inertial frame is its link frame (see the URDF), so no offset here
+        return Odometry(
+            stamp=self.sim_time,
+            pose=Pose(pos, orn),
+            twist=Twist(r.T @ np.asarray(lin), r.T @ np.asarray(ang)),
+        )
+
+    # ---------------------------------------------------------------- cameras
+    @property
+    def camera_names(self) -> Tuple[str, ...]:
+        return tuple(self._cameras)
+
+    def camera_frame(self, name: str) -> CameraFrame:
+        self._check_loaded()
+        camera = self._cameras.get(name)
+        if camera is None:
+            raise ValueError(f"unknown camera '{name}'; cameras: {list(self._cameras)}")
+        return camera.render(self.sim_time)
+
+    # ----------------------------------------------------------- ground truth
+    def ground_truth(self) -> Dict[str, ObjectState]:
+        self._check_loaded()
+        cid = self._cid
+        out: Dict[str, ObjectState] = {}
+        for name, obj in self._objects.items():
+            pos, orn = p.getBasePositionAndOrientation(obj.body, physicsClientId=cid)
+            if obj.com_to_link != _IDENTITY:
+                pos, orn = p.multiplyTransforms(pos, orn, *obj.com_to_link)
+            lin, ang = p.getBaseVelocity(obj.body, physicsClientId=cid)
+            s = obj.spec
+            out[name] = ObjectState(name, Pose(pos, orn), Twist(lin, ang), s.shape, s.color_name, tuple(s.size))
+        for robot in self._robots:
+            for name, (link, shape, color, size) in robot.spec.link_objects.items():
+                st = p.getLinkState(
+                    robot.body, robot.links[link], computeLinkVelocity=1, computeForwardKinematics=1, physicsClientId=cid
+                )
+                # centre of mass pose: the geometric centre for these links
+                out[name] = ObjectState(name, Pose(st[0], st[1]), Twist(st[6], st[7]), shape, color, tuple(size))
+        return out
+
+    def static_occupancy(self) -> List[OccupancyBox]:
+        self.require(Capability.STATIC_OCCUPANCY)
+        return list(self._spec.occupancy)
+
+    # ------------------------------------------------- optional robot features
+    def set_end_effector_delta(self, dx: float, dy: float, dz: float) -> None:
+        """Move the grasp point by ``(dx, dy, dz)`` metres in the arm base frame.
+
+        The target orientation keeps the gripper pointing down. IK solutions are
+        clipped to the joint limits (unlike ``set_joint_targets``, the caller did
+        not choose the joint values, so clipping is the only sensible policy).
+        """
+        self.require(Capability.END_EFFECTOR_DELTA)
+        delta = np.array([dx, dy, dz], dtype=np.float64)
+        if not np.all(np.isfinite(delta)):
+            raise ValueError(f"end-effector delta must be finite, got {delta.tolist()}")
+        cid, robot = self._cid, self._arm
+        arm = robot.spec.arm
+        base_pos, base_orn = self._link_pose(robot, arm.base_link)
+        ee_pos = p.getLinkState(robot.body, robot.links[arm.ee_link], computeForwardKinematics=1, physicsClientId=cid)[4]
+        target = np.asarray(ee_pos) + quat_to_matrix(base_orn) @ delta
+        _, target_orn = p.multiplyTransforms((0, 0, 0), base_orn, (0, 0, 0), arm.ee_down)
+        joints = list(robot.joints.values())
+        lower = [j.lower if math.isfinite(j.lower) else -2 * math.pi for j in joints]
+        upper = [j.upper if math.isfinite(j.upper) else 2 * math.pi for j in joints]
+        current = [s[0] for s in p.getJointStates(robot.body, robot.joint_indices, physicsClientId=cid)]
+        rest = [robot.spec.initial_positions.get(j.name, current[i]) for i, j in enumerate(joints)]
+        solution = p.calculateInverseKinematics(
+            robot.body,
+            robot.links[arm.ee_link],
+            target.tolist(),
+            target_orn,
+            lowerLimits=lower,
+            upperLimits=upper,
+            jointRanges=[u - l for l, u in zip(lower, upper)],
+            restPoses=rest,
+            maxNumIterations=50,
+            residualThreshold=1e-5,
+            physicsClientId=cid,
+        )
+        order = {j.name: i for i, j in enumerate(joints)}
+        arm_joints = [robot.joints[n] for n in arm.joints]
+        targets = [min(max(solution[order[j.name]], j.lower), j.upper) for j in arm_joints]
+        self._position_control(robot.body, arm_joints, targets)
+
+    def _link_pose(self, robot: _Robot, link: str):
+        index = robot.links[link]
+        if index == -1:
+            pos, orn = p.getBasePositionAndOrientation(robot.body, physicsClientId=self._cid)
+            info = p.getDynamicsInfo(robot.body, -1, physicsClientId=self._cid)
+            return p.multiplyTransforms(pos, orn, *p.invertTransform(info[3], info[4]))
+        st = p.getLinkState(robot.body, index, computeForwardKinematics=1, physicsClientId=self._cid)
+        return st[4], st[5]
+
+    def set_gripper(self, open: bool) -> None:  # noqa: A002
+        self.require(Capability.GRIPPER)
+        robot = self._arm
+        arm = robot.spec.arm
+        width = arm.finger_open if open else arm.finger_closed
+        joints = [robot.joints[n] for n in arm.finger_joints]
+        p.setJointMotorControlArray(
+            robot.body,
+            [j.index for j in joints],
+            p.POSITION_CONTROL,
+            targetPositions=[width] * len(joints),
+            forces=[arm.finger_force] * len(joints),
+            physicsClientId=self._cid,
+        )
+
+    def set_cart_force(self, force: float) -> None:
+        """Latched horizontal force on the cart (N, +x).
+
+        Implemented as a velocity motor chasing an unreachable speed with its
+        force limit set to ``|force|``: the solver then applies exactly that
+        force every physics step, without a Python call per step (a torque
+        command in PyBullet only lasts one ``stepSimulation``).
+        """
+        self.require(Capability.CART_FORCE)
+        robot = self._cart
+        limit = robot.spec.cart_max_force
+        if not math.isfinite(force) or abs(force) > limit:
+            raise ValueError(f"cart force must be finite and within +-{limit} N, got {force}")
+        p.setJointMotorControl2(
+            robot.body,
+            robot.joints[robot.spec.cart_joint].index,
+            p.VELOCITY_CONTROL,
+            targetVelocity=math.copysign(_FORCE_MODE_SPEED, force),
+            force=abs(float(force)),
+            physicsClientId=self._cid,
+        )
+
+    def set_plate_angles(self, pitch: float, roll: float) -> None:
+        """Plate tilt targets; raises ``ValueError`` beyond the +-0.25 rad limits."""
+        self.require(Capability.PLATE_ANGLES)
+        self.set_joint_targets(self._plate.spec.plate_joints, [pitch, roll])
+
+    # -------------------------------------------------------------- lifecycle
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            p.disconnect(physicsClientId=self._cid)
+        except p.error:  # already gone (e.g. GUI window closed)
+            pass
+        self._cleanup_tmpdir()
+        self._clear_scene()
+
+    def _cleanup_tmpdir(self) -> None:
+        if self._tmpdir is not None:
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+            self._tmpdir = None
+
+    def __del__(self) -> None:  # best effort; prefer close() / the context manager
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("backend is closed")
+
+    def _check_loaded(self) -> None:
+        self._check_open()
+        if self._spec is None:
+            raise RuntimeError("no scene loaded: call load_scene() first")

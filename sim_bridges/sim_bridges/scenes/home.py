@@ -1,0 +1,144 @@
+"""``home``: an 8 x 6 m room with furniture, household objects and the mobile manipulator."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Mapping, Optional, Tuple
+
+import numpy as np
+
+from ..contract import Pose
+from ..geometry import quat_from_rpy
+from ..robots.mobile_manipulator import mobile_manipulator
+from ..robots.spec import DiffDriveParams
+from .spec import ObjectSpec, SceneSpec, box_footprint, sample_separated_xy
+
+ROOM_X = 8.0
+ROOM_Y = 6.0
+WALL_THICKNESS = 0.10
+WALL_HEIGHT = 2.0
+TABLE_SIZE = (0.8, 0.6, 0.5)
+
+SHAPES = ("cube", "ball", "cylinder")
+OBJECT_COLORS = ("red", "green", "blue", "yellow")
+#: shape name -> (primitive, full size, mass kg)
+_SHAPE_INFO = {
+    "cube": ("box", (0.05, 0.05, 0.05), 0.08),
+    "ball": ("sphere", (0.06, 0.06, 0.06), 0.05),
+    "cylinder": ("cylinder", (0.05, 0.05, 0.08), 0.08),
+}
+
+#: Static furniture / obstacles: name -> (centre x, centre y, size x, size y, height, colour).
+_FURNITURE = {
+    "table_1": (2.6, -2.0) + TABLE_SIZE + ("brown",),
+    "table_2": (-2.0, -2.2) + TABLE_SIZE + ("brown",),
+    "table_3": (0.8, 2.4) + TABLE_SIZE + ("brown",),
+    "pillar": (2.2, 1.6, 0.4, 0.4, WALL_HEIGHT, "grey"),
+    "cabinet": (-2.5, 2.7, 1.2, 0.5, 0.9, "white"),
+    "crate": (-3.0, -0.8, 0.6, 0.6, 0.6, "beige"),
+}
+
+#: Free floor rectangles (x0, x1, y0, y1) for objects: clear of furniture and walls
+#: and of the robot's start area (|x| < ~1, |y| < 1 around the origin and the
+#: corridor ahead of it), so a freshly reset robot can always drive straight and turn.
+_FLOOR_REGIONS = (
+    (-3.6, -1.4, 0.0, 2.2),
+    (-1.2, 1.6, -2.7, -1.3),
+    (3.0, 3.7, -1.2, 1.0),
+    (-1.0, 0.2, 1.3, 2.7),
+)
+_TABLE_MARGIN = 0.08
+
+
+def _walls() -> Tuple[ObjectSpec, ...]:
+    hx, hy, t = ROOM_X / 2, ROOM_Y / 2, WALL_THICKNESS
+    z = WALL_HEIGHT / 2
+    specs = {
+        "wall_north": ((0.0, hy + t / 2), (ROOM_X + 2 * t, t)),
+        "wall_south": ((0.0, -hy - t / 2), (ROOM_X + 2 * t, t)),
+        "wall_east": ((hx + t / 2, 0.0), (t, ROOM_Y)),
+        "wall_west": ((-hx - t / 2, 0.0), (t, ROOM_Y)),
+    }
+    return tuple(
+        ObjectSpec(name, "box", (sx, sy, WALL_HEIGHT), "beige", mass=0.0, pose=Pose([x, y, z]))
+        for name, ((x, y), (sx, sy)) in specs.items()
+    )
+
+
+def _furniture() -> Tuple[ObjectSpec, ...]:
+    return tuple(
+        ObjectSpec(name, "box", (sx, sy, h), color, mass=0.0, pose=Pose([x, y, h / 2]))
+        for name, (x, y, sx, sy, h, color) in _FURNITURE.items()
+    )
+
+
+def _objects() -> Tuple[ObjectSpec, ...]:
+    objs = []
+    for i, (shape, color) in enumerate(itertools.product(SHAPES, OBJECT_COLORS)):
+        prim, size, mass = _SHAPE_INFO[shape]
+        objs.append(
+            ObjectSpec(
+                name=f"{color}_{shape}",
+                shape=prim,
+                size=size,
+                color_name=color,
+                mass=mass,
+                # default parking spot, replaced by the seeded placement on reset
+                pose=Pose([-3.5 + 0.2 * i, 1.0, size[2] / 2]),
+                lateral_friction=0.8,
+                # a little rolling resistance so balls come to rest
+                rolling_friction=0.001 if prim != "box" else 0.0,
+                spinning_friction=0.001 if prim != "box" else 0.0,
+            )
+        )
+    return tuple(objs)
+
+
+def _table_regions() -> Tuple[Tuple[float, float, float, float], ...]:
+    regions = []
+    for name in ("table_1", "table_2", "table_3"):
+        x, y, sx, sy, _, _ = _FURNITURE[name]
+        m = _TABLE_MARGIN
+        regions.append((x - sx / 2 + m, x + sx / 2 - m, y - sy / 2 + m, y + sy / 2 - m))
+    return tuple(regions)
+
+
+def _make_sampler(objects: Tuple[ObjectSpec, ...]):
+    regions = _table_regions() + _FLOOR_REGIONS
+    n_tables = len(_table_regions())
+
+    def sample(rng: np.random.Generator) -> Mapping[str, Pose]:
+        points = sample_separated_xy(rng, regions, len(objects), min_separation=0.15)
+        yaws = rng.uniform(-np.pi, np.pi, size=len(objects))
+        poses = {}
+        for obj, (x, y, region), yaw in zip(objects, points, yaws):
+            floor_z = TABLE_SIZE[2] if region < n_tables else 0.0
+            poses[obj.name] = Pose([x, y, floor_z + obj.size[2] / 2], quat_from_rpy(0.0, 0.0, yaw))
+        return poses
+
+    return sample
+
+
+def make_home_scene(
+    wheel_radius: float = 0.08,
+    track_width: float = 0.42,
+    robot_pose: Optional[Pose] = None,
+) -> SceneSpec:
+    """The home scene.
+
+    :param wheel_radius: base wheel radius (m)
+    :param track_width: distance between the wheels (m)
+    :param robot_pose: start pose of ``base_link`` (default: room centre facing +x)
+    """
+    params = DiffDriveParams(wheel_radius=wheel_radius, track_width=track_width)
+    static = _walls() + _furniture()
+    objects = _objects()
+    robot = mobile_manipulator(params, robot_pose or Pose([0.0, 0.0, wheel_radius]))
+    return SceneSpec(
+        name="home",
+        robots=(robot,),
+        objects=objects,
+        static=static,
+        occupancy=tuple(box_footprint(s) for s in static),
+        sample_object_poses=_make_sampler(objects),
+    )

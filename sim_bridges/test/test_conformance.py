@@ -1,0 +1,299 @@
+"""Backend-agnostic conformance tests for :class:`sim_bridges.contract.SimBackend`.
+
+Every test takes its backend from the parametrised ``make_backend`` /
+``scene_cache`` fixtures (conftest.py), so a new backend only has to be added
+to ``BACKEND_FACTORIES`` to be held to the same contract.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from sim_bridges.contract import Capability, NotSupported
+from sim_bridges.geometry import backproject_pixel, project_point, quat_to_matrix, yaw_from_quat
+from sim_bridges.scenes import scene_names
+
+ALL_SCENES = ("cartpole", "ball_plate", "panda_table", "home")
+
+
+def _command(sim, rng: np.random.Generator) -> None:
+    """Apply a scene-appropriate random command (drawn from ``rng``)."""
+    caps = sim.capabilities
+    if Capability.CART_FORCE in caps:
+        sim.set_cart_force(float(rng.uniform(-10, 10)))
+    if Capability.PLATE_ANGLES in caps:
+        sim.set_plate_angles(*rng.uniform(-0.1, 0.1, size=2))
+    if Capability.END_EFFECTOR_DELTA in caps:
+        sim.set_end_effector_delta(*rng.uniform(-0.01, 0.01, size=3))
+    if Capability.BASE_VELOCITY in caps:
+        sim.set_base_velocity(0.3, float(rng.uniform(-0.5, 0.5)))
+
+
+def _state_vector(sim) -> np.ndarray:
+    js = sim.joint_state()
+    parts = [js.position, js.velocity]
+    for obj in sim.ground_truth().values():
+        parts += [obj.pose.position, obj.pose.orientation, obj.velocity.linear, obj.velocity.angular]
+    if Capability.BASE_VELOCITY in sim.capabilities:
+        odom = sim.base_odometry()
+        parts += [odom.pose.position, odom.pose.orientation, odom.twist.linear, odom.twist.angular]
+    return np.concatenate(parts)
+
+
+def _trajectory(sim, seed: int, n_steps: int = 30) -> np.ndarray:
+    sim.reset(seed)
+    rng = np.random.default_rng(1234)  # command sequence independent of the scene seed
+    states = [_state_vector(sim)]
+    for _ in range(n_steps):
+        _command(sim, rng)
+        sim.step(1)
+        states.append(_state_vector(sim))
+    return np.array(states)
+
+
+# --------------------------------------------------------------- determinism
+@pytest.mark.parametrize("scene", ALL_SCENES)
+def test_same_seed_same_trajectory(make_backend, scene):
+    """Same seed + same commands => identical trajectory, across instances and after history."""
+    a, b = make_backend(), make_backend()
+    a.load_scene(scene)
+    b.load_scene(scene)
+    ref = _trajectory(a, seed=7)
+    _trajectory(b, seed=3)  # give b a different history first
+    again_b = _trajectory(b, seed=7)
+    again_a = _trajectory(a, seed=7)
+    np.testing.assert_allclose(again_b, ref, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(again_a, ref, rtol=0, atol=1e-9)
+    # and the seed matters
+    assert np.abs(_trajectory(a, seed=8) - ref).max() > 1e-6
+
+
+@pytest.mark.parametrize("scene", ALL_SCENES)
+def test_reset_restores_state(scene_cache, scene):
+    sim = scene_cache(scene)
+    sim.reset(11)
+    initial = _state_vector(sim)
+    assert sim.sim_time == 0.0
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        _command(sim, rng)
+        sim.step(1)
+    assert np.abs(_state_vector(sim) - initial).max() > 1e-6
+    sim.reset(11)
+    assert sim.sim_time == 0.0
+    np.testing.assert_array_equal(_state_vector(sim), initial)
+
+
+# ------------------------------------------------------------------- timing
+def test_control_period_validation(make_backend):
+    with pytest.raises(ValueError, match="divide"):
+        make_backend(physics_rate_hz=240.0, control_rate_hz=50.0)
+    sim = make_backend(physics_rate_hz=240.0, control_rate_hz=60.0)
+    assert sim.physics_rate_hz == 240.0
+    assert sim.control_period == pytest.approx(1.0 / 60.0)
+    with pytest.raises(ValueError, match="divide"):
+        sim.set_control_rate(70.0)
+    with pytest.raises(ValueError):
+        sim.set_control_rate(480.0)  # faster than physics
+    with pytest.raises(ValueError):
+        sim.set_control_rate(0.0)
+    assert sim.control_period == pytest.approx(1.0 / 60.0)  # unchanged by the failures
+    sim.load_scene("cartpole")
+    sim.step(3)
+    assert sim.sim_time == pytest.approx(3.0 / 60.0, abs=1e-12)
+    sim.set_control_rate(80.0)
+    sim.step(2)
+    assert sim.sim_time == pytest.approx(3.0 / 60.0 + 2.0 / 80.0, abs=1e-12)
+
+
+# ------------------------------------------------------------------- scenes
+def test_unknown_scene_lists_valid_names(make_backend):
+    sim = make_backend()
+    with pytest.raises(ValueError) as err:
+        sim.load_scene("nope")
+    for name in scene_names():
+        assert name in str(err.value)
+    assert set(ALL_SCENES) <= set(scene_names())
+
+
+def test_capability_errors(scene_cache):
+    cart = scene_cache("cartpole")
+    assert Capability.CART_FORCE in cart.capabilities
+    for call in (
+        lambda: cart.set_base_velocity(0.1, 0.0),
+        cart.base_odometry,
+        lambda: cart.set_gripper(True),
+        lambda: cart.set_end_effector_delta(0.0, 0.0, 0.01),
+        lambda: cart.set_plate_angles(0.0, 0.0),
+        cart.static_occupancy,
+        lambda: cart.set_joint_targets(["slider_to_cart"], [0.0]),
+    ):
+        with pytest.raises(NotSupported) as err:
+            call()
+        assert "cartpole" in str(err.value) and "cart_force" in str(err.value)
+        assert isinstance(err.value, NotImplementedError)
+    plate = scene_cache("ball_plate")
+    with pytest.raises(NotSupported, match="cart_force"):
+        plate.set_cart_force(1.0)
+    panda = scene_cache("panda_table")
+    assert {Capability.END_EFFECTOR_DELTA, Capability.GRIPPER} <= panda.capabilities
+    with pytest.raises(NotSupported, match="base_velocity"):
+        panda.set_base_velocity(0.1, 0.0)
+
+
+# ------------------------------------------------------------------- joints
+def test_joint_state_and_limits_consistent(scene_cache):
+    for scene in ALL_SCENES:
+        sim = scene_cache(scene)
+        js = sim.joint_state()
+        limits = sim.joint_limits()
+        assert js.names == sim.joint_names == tuple(limits)
+        for arr in (js.position, js.velocity, js.effort):
+            assert arr.shape == (len(js.names),) and arr.dtype == np.float64
+        for lim in limits.values():
+            assert lim.lower <= lim.upper and lim.max_velocity >= 0
+
+
+def test_joint_target_validation_and_limits(scene_cache):
+    sim = scene_cache("panda_table")
+    sim.reset(0)
+    limits = sim.joint_limits()
+    j4 = limits["panda_joint4"]
+    with pytest.raises(ValueError, match="outside limits"):
+        sim.set_joint_targets(["panda_joint4"], [j4.upper + 0.1])
+    with pytest.raises(ValueError, match="finite"):
+        sim.set_joint_targets(["panda_joint1"], [float("nan")])
+    with pytest.raises(ValueError, match="unknown joint"):
+        sim.set_joint_targets(["elbow"], [0.0])
+    with pytest.raises(ValueError):
+        sim.set_joint_targets(["panda_joint1", "panda_joint2"], [0.0])
+    # Commands at the limits are accepted and the joints stay within them.
+    names = ["panda_joint4", "panda_joint6", "panda_finger_joint1"]
+    targets = [j4.upper, limits["panda_joint6"].upper, limits["panda_finger_joint1"].upper]
+    sim.set_joint_targets(names, targets)
+    # Huge end-effector deltas are solved by IK and clamped into the limits.
+    for _ in range(30):
+        sim.set_end_effector_delta(0.5, -0.5, 0.5)
+        sim.step(1)
+    js = sim.joint_state()
+    for name, pos in zip(js.names, js.position):
+        lim = limits[name]
+        assert lim.lower - 1e-3 <= pos <= lim.upper + 1e-3, (name, pos, lim)
+
+
+def test_passive_joints_and_plate_limits(scene_cache):
+    plate = scene_cache("ball_plate")
+    plate.reset(0)
+    with pytest.raises(ValueError, match="outside limits"):
+        plate.set_plate_angles(0.3, 0.0)
+    with pytest.raises(ValueError, match="outside limits"):
+        plate.set_joint_targets(["plate_roll"], [-0.26])
+    plate.set_plate_angles(0.25, -0.25)
+    plate.step(60)
+    pitch, roll = plate.joint_state().position
+    assert pitch == pytest.approx(0.25, abs=5e-3) and roll == pytest.approx(-0.25, abs=5e-3)
+    cart = scene_cache("cartpole")
+    with pytest.raises(ValueError):
+        cart.set_cart_force(float("inf"))
+    with pytest.raises(ValueError):
+        cart.set_cart_force(1e6)
+
+
+# --------------------------------------------------------------- diff drive
+def _drive(sim, linear, angular, settle_s=1.0, measure_s=2.0):
+    sim.reset(0)
+    sim.set_base_velocity(linear, angular)
+    sim.step(int(round(settle_s / sim.control_period)))  # let the wheels accelerate
+    start = sim.base_odometry()
+    sim.step(int(round(measure_s / sim.control_period)))
+    return start, sim.base_odometry()
+
+
+def test_diff_drive_straight_line(scene_cache):
+    """0.3 m/s for 2 s => 0.6 m along x, within 2 %, < 1 cm lateral drift."""
+    sim = scene_cache("home")
+    start, end = _drive(sim, 0.3, 0.0)
+    d = end.pose.position - start.pose.position
+    heading = yaw_from_quat(start.pose.orientation)
+    along = d[0] * math.cos(heading) + d[1] * math.sin(heading)
+    across = -d[0] * math.sin(heading) + d[1] * math.cos(heading)
+    assert along == pytest.approx(0.6, rel=0.02)
+    assert abs(across) < 0.01
+    assert end.twist.linear[0] == pytest.approx(0.3, rel=0.02)
+    assert end.frame_id == "odom" and end.child_frame_id == "base_link"
+
+
+def test_diff_drive_turn_in_place(scene_cache):
+    """0.5 rad/s for 2 s => 1.0 rad, within 2 %, base drifts < 1 cm."""
+    sim = scene_cache("home")
+    start, end = _drive(sim, 0.0, 0.5)
+    dyaw = yaw_from_quat(end.pose.orientation) - yaw_from_quat(start.pose.orientation)
+    dyaw = (dyaw + math.pi) % (2 * math.pi) - math.pi
+    assert dyaw == pytest.approx(1.0, rel=0.02)
+    assert np.linalg.norm(end.pose.position[:2] - start.pose.position[:2]) < 0.01
+    assert end.twist.angular[2] == pytest.approx(0.5, rel=0.02)
+
+
+def test_base_velocity_validation(scene_cache):
+    sim = scene_cache("home")
+    with pytest.raises(ValueError):
+        sim.set_base_velocity(float("nan"), 0.0)
+
+
+# ------------------------------------------------------------------- camera
+def test_depth_backprojection_hits_cube_faces(scene_cache):
+    """Centre pixel of each cube's top face, back-projected, lands within 1 cm of it."""
+    sim = scene_cache("panda_table")
+    sim.reset(4)
+    sim.step(10)  # let the cubes settle on the table
+    (cam,) = sim.camera_names
+    frame = sim.camera_frame(cam)
+    k = frame.intrinsics
+    for name, obj in sim.ground_truth().items():
+        if not name.endswith("_cube"):
+            continue
+        rot = quat_to_matrix(obj.pose.orientation)
+        face_centre = obj.pose.position + rot @ np.array([0.0, 0.0, obj.size[2] / 2])
+        u, v, _ = project_point(face_centre, k, frame.pose)
+        ui, vi = int(round(u)), int(round(v))
+        assert 0 <= ui < k.width and 0 <= vi < k.height, name
+        depth = float(frame.depth[vi, ui])
+        assert np.isfinite(depth), name
+        point = backproject_pixel(ui, vi, depth, k, frame.pose)
+        assert np.linalg.norm(point - face_centre) < 0.01, (name, point, face_centre)
+        # the pixel shows the cube's colour
+        expected = {"red": 0, "green": 1, "yellow": 0}[obj.color_name]
+        assert frame.rgb[vi, ui, expected] > 150, (name, frame.rgb[vi, ui])
+
+
+def test_mobile_camera_sees_floor_at_zero(scene_cache):
+    """Floor pixels of the mast camera (moving frame) back-project onto z = 0."""
+    sim = scene_cache("home")
+    _drive(sim, 0.2, 0.3, settle_s=0.5, measure_s=0.5)  # move and turn first
+    frame = sim.camera_frame("head_camera")
+    k = frame.intrinsics
+    heights = []
+    for u in (10, 40, k.width - 40, k.width - 10):
+        v = k.height - 5
+        point = backproject_pixel(u, v, float(frame.depth[v, u]), k, frame.pose)
+        heights.append(point[2])
+    assert np.all(np.abs(heights) < 0.01), heights
+
+
+def test_camera_frame_contract(scene_cache):
+    for scene in ALL_SCENES:
+        sim = scene_cache(scene)
+        for name in sim.camera_names:
+            f = sim.camera_frame(name)
+            h, w = f.intrinsics.height, f.intrinsics.width
+            assert f.rgb.shape == (h, w, 3) and f.rgb.dtype == np.uint8
+            assert f.depth.shape == (h, w) and f.depth.dtype == np.float32
+            finite = f.depth[np.isfinite(f.depth)]
+            assert finite.size > 0 and finite.min() > 0
+            assert np.linalg.norm(f.pose.orientation) == pytest.approx(1.0)
+            assert f.stamp == sim.sim_time
+        with pytest.raises(ValueError, match="unknown camera"):
+            sim.camera_frame("no_such_camera")

@@ -1,0 +1,57 @@
+"""Every ROS process runs Fast DDS over shared memory only: no UDP, nothing leaves the machine."""
+
+import os
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+NS = {"dds": "http://www.eprosima.com"}
+
+
+def inet_sockets(pid: int) -> list[str]:
+    """The TCP/UDP (v4 and v6) sockets a process holds, as '/proc/net/<proto> local_address'."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    found = []
+    for proto in ("udp", "udp6", "tcp", "tcp6"):
+        for line in Path(f"/proc/{pid}/net/{proto}").read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[9] in inodes:
+                found.append(f"{proto} {fields[1]}")
+    return found
+
+
+def test_profile_is_shared_memory_only(repo):
+    profile = Path(os.environ["FASTDDS_DEFAULT_PROFILES_FILE"])
+    assert profile == repo / "config" / "fastdds_shm_only.xml"
+    root = ET.parse(profile).getroot()
+    [descriptor] = root.findall(".//dds:transport_descriptor", NS)
+    assert descriptor.findtext("dds:type", namespaces=NS) == "SHM"
+    assert int(descriptor.findtext("dds:segment_size", namespaces=NS)) == 16 * 1024 * 1024
+    assert int(descriptor.findtext("dds:maxMessageSize", namespaces=NS)) == 4 * 1024 * 1024
+    participant = root.find(".//dds:participant", NS)
+    assert participant.get("is_default_profile") == "true"
+    assert participant.findtext(".//dds:useBuiltinTransports", namespaces=NS) == "false"
+
+
+def test_environment_selects_fast_dds_with_the_profile():
+    assert os.environ["RMW_IMPLEMENTATION"] == "rmw_fastrtps_cpp"
+    # LOCALHOST would make rmw_fastrtps add UDP transports (docs/middleware.md).
+    assert os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "SYSTEM_DEFAULT"
+
+
+def test_running_nodes_hold_no_network_socket(ros_processes, ros_probe, params_dir):
+    """Measured on live processes: talking nodes hold no TCP or UDP socket at all."""
+    from std_msgs.msg import UInt32
+
+    ros_processes.start_node("rlstack_smoke", "smoke_map", params_file=params_dir / "smoke_map.yaml")
+    ros_processes.start_node("rlstack_smoke", "smoke_talker", params_file=params_dir / "smoke_talker.yaml")
+    ros_probe.collect("/smoke_talker/round_trips", UInt32, count=1, timeout=20)  # traffic flowed
+    for proc in ros_processes.processes:
+        assert inet_sockets(proc.pid) == [], f"{proc.name} holds network sockets"
+    assert inet_sockets(os.getpid()) == [], "the test's own probe holds network sockets"

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Run the test suites and print one summary. Called by `make test` after setup, with env.sh
+# sourced. Usage: tools/run_tests.sh [all|packages|system]
+#   packages  colcon test: each package's own tests (ros2_ws/src/*/test, sim_bridges/test)
+#   system    pytest tests/: cross-package tests with real processes
+# Exits non-zero when any test fails or errors, when a runner crashes, or when no test ran.
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+WS="$ROOT/ros2_ws"
+RESULTS="$WS/test_results"
+WHICH="${1:-all}"
+failed_runs=()
+
+rm -rf "$RESULTS"
+mkdir -p "$RESULTS"
+
+if [ "$WHICH" = all ] || [ "$WHICH" = packages ]; then
+  mapfile -t BASE_PATHS <"$ROOT/.venv/.rlstack/base_paths"
+  echo "== colcon test (package tests)"
+  # Each package's pytest writes its JUnit file to build/<pkg>/pytest.xml; stale ones from an
+  # earlier run must not be counted.
+  find "$WS/build" -maxdepth 2 -name pytest.xml -delete 2>/dev/null
+  (cd "$ROOT" && colcon --log-base "$WS/log" test \
+      --build-base "$WS/build" --install-base "$WS/install" --base-paths "${BASE_PATHS[@]}" \
+      --event-handlers console_direct- console_cohesion- console_start_end+ status- summary+ \
+      --pytest-args -p no:cacheprovider) || failed_runs+=("colcon test")
+  for f in "$WS"/build/*/pytest.xml; do
+    [ -e "$f" ] && cp "$f" "$RESULTS/$(basename "$(dirname "$f")").xml"
+  done
+  # Show the failures (if any) with their messages.
+  colcon test-result --test-result-base "$WS/build" >/dev/null 2>&1 || \
+    colcon test-result --test-result-base "$WS/build" --verbose 2>&1 | tail -n 60
+fi
+
+if [ "$WHICH" = all ] || [ "$WHICH" = system ]; then
+  echo "== pytest tests/ (system tests)"
+  (cd "$ROOT" && python -m pytest tests -p no:cacheprovider -q -rfE \
+      --junitxml="$RESULTS/system_tests.xml") || failed_runs+=("pytest tests/")
+fi
+
+python "$ROOT/tools/test_summary.py" "$RESULTS" --runner-failed "${failed_runs[*]:-}"
