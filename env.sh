@@ -5,6 +5,10 @@
 # middleware settings that keep every ROS process on this machine (docs/middleware.md).
 # Safe to source twice. It never fails the calling shell: missing pieces print one hint.
 
+# Sourced from a `set -u` shell (make recipes, CI scripts)? The venv's activate script and
+# colcon's local_setup.sh read unset variables, so relax -u here and restore it at the end.
+case $- in *u*) _rlstack_nounset=1; set +u ;; *) _rlstack_nounset= ;; esac
+
 if [ -n "${BASH_SOURCE:-}" ]; then _rlstack_env="${BASH_SOURCE[0]}"; else _rlstack_env="${(%):-%x}"; fi
 export RLSTACK_ROOT="$(cd "$(dirname "$_rlstack_env")" && pwd)"
 unset _rlstack_env
@@ -48,3 +52,6 @@ fi
 export ROS_STATIC_PEERS=""
 # Unbuffered Python so node logs interleave correctly under the runner and in tests.
 export PYTHONUNBUFFERED=1
+
+if [ -n "$_rlstack_nounset" ]; then set -u; fi
+unset _rlstack_nounset

@@ -97,10 +97,8 @@ fi
 
 # ---------------------------------------------------------------- 4. colcon build
 # Source the environment the build needs (AMENT_PREFIX_PATH, CMAKE_PREFIX_PATH, venv).
-set +u
 # shellcheck disable=SC1091
 . "$ROOT/env.sh" 2>/dev/null
-set -u
 
 BASE_PATHS=("$WS/src" "$ROOT/sim_bridges")
 # tf2_msgs is not on PyPI: build our compat copy only when no prefix outside this workspace
