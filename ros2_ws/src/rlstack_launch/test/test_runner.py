@@ -177,9 +177,11 @@ def test_run_graph_api_in_process(prefix, capfd):
         "name: quick, args: '--after 0.1'", "name: quick2, args: '--after 0.1'"
     ))
     specs = load_launch_file(str(path))
+    # Whatever the handlers were before (a background job starts with SIGINT ignored).
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
     assert run_graph(specs, grace=1.0) == 0
     out, err = capfd.readouterr()
     assert "[quick] finished" in out and "[quick2] finished" in out
     assert "[rlstack_launch] quick exited with code 0" in err
     # The handlers the runner installed are gone again.
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before

@@ -53,6 +53,7 @@ class RosProbe:
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         self._subscriptions: dict[str, Any] = {}
+        self._clients: dict[tuple[type, str], Any] = {}
 
     # ------------------------------------------------------------------ waiting
     def spin_until(self, predicate: Callable[[], bool], timeout: float, what: str) -> None:
@@ -120,17 +121,21 @@ class RosProbe:
 
     # ------------------------------------------------------------------ services
     def call(self, srv_type: type, name: str, request: Any, timeout: float = 15.0) -> Any:
-        """Call a service and return its response; wait for the server first."""
-        client = self.node.create_client(srv_type, name, qos_profile=qos_profile_system_default)
-        try:
-            self.spin_until(client.service_is_ready, timeout, f"service {name}")
-            future = client.call_async(request)
-            self.spin_until(future.done, timeout, f"the response of {name}")
-            if future.exception() is not None:
-                raise future.exception()
-            return future.result()
-        finally:
-            self.node.destroy_client(client)
+        """Call a service and return its response; wait for the server first.
+
+        The client is kept for later calls to the same service, so repeated calls measure
+        the round trip and not client discovery.
+        """
+        client = self._clients.get((srv_type, name))
+        if client is None:
+            client = self.node.create_client(srv_type, name, qos_profile=qos_profile_system_default)
+            self._clients[(srv_type, name)] = client
+        self.spin_until(client.service_is_ready, timeout, f"service {name}")
+        future = client.call_async(request)
+        self.spin_until(future.done, timeout, f"the response of {name}")
+        if future.exception() is not None:
+            raise future.exception()
+        return future.result()
 
     # ------------------------------------------------------------------ teardown
     def close(self) -> None:
