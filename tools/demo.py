@@ -7,9 +7,13 @@ design arrives with the later issues):
 1. **smoke graph**: the runner starts launch/smoke.launch.yaml; a probe waits for the
    nodes by discovery, times QueryObjects round trips, then stops the graph with SIGINT
    and checks that it exits cleanly.
-2. **PyBullet home scene** (when the sim bridge package is built): see `run_sim_stage`.
+2. **PyBullet home scene over ROS**: the runner starts launch/sim.launch.yaml (home,
+   realtime, headless). The demo drives the mobile base through /cmd_vel (1 m straight, a
+   quarter turn, 0.5 m straight), follows /odom, measures the camera rate, saves one camera
+   frame (out/demo_camera.png), and checks that the watchdog stops the base once the
+   commands stop.
 
-Output: out/demo_report.json, and a summary on stdout. Exit status 0 only if every stage
+Output: out/demo_report.json, out/demo_camera.png, and a summary on stdout. Exit status 0 only if every stage
 succeeded.
 """
 
@@ -68,6 +72,77 @@ def run_smoke_stage(group, probe) -> dict:
     }
 
 
+def run_sim_stage(group, probe) -> dict:
+    """Drive the home scene's base over ROS through the bridge, open loop, and measure."""
+    import math
+
+    import numpy as np
+    from geometry_msgs.msg import Twist, Vector3
+    from nav_msgs.msg import Odometry
+    from sensor_msgs.msg import Image
+
+    from rlstack_sim.snapshots import write_png
+
+    t0 = time.monotonic()
+    runner = group.start_graph(ROOT / "launch" / "sim.launch.yaml",
+                               {"scene": "home", "mode": "realtime", "seed": 0}, name="sim_runner")
+    odom = probe.subscribe("/odom", Odometry)
+    images = probe.subscribe("/head_camera/image_raw", Image, qos=2)
+    probe.wait_for_messages(odom, 1, timeout=60)
+    startup_s = time.monotonic() - t0
+    cmd = probe.publisher("/cmd_vel", Twist)
+
+    def drive(linear: float, angular: float, seconds: float) -> None:
+        """Publish a velocity at 20 Hz for `seconds` of wall time (the bridge runs in real time)."""
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            cmd.publish(Twist(linear=Vector3(x=linear), angular=Vector3(z=angular)))
+            probe.spin_for(0.05)
+
+    def pose() -> tuple[float, float, float]:
+        p = odom.messages[-1].pose.pose
+        yaw = 2.0 * math.atan2(p.orientation.z, p.orientation.w)
+        return p.position.x, p.position.y, yaw
+
+    start = pose()
+    images.pop_all()
+    cam_t0 = time.monotonic()
+    drive(0.4, 0.0, 2.5)                 # ~1 m with the acceleration ramp
+    camera_hz = len(images) / (time.monotonic() - cam_t0)
+    drive(0.0, math.pi / 4, 2.0)         # ~90 degrees
+    drive(0.4, 0.0, 1.25)                # ~0.5 m
+    moved = pose()
+    # Stop publishing: the bridge's watchdog must bring the base to rest by itself.
+    probe.spin_for(1.5)
+    twist = odom.messages[-1].twist.twist
+    stopped = abs(twist.linear.x) < 0.02 and abs(twist.angular.z) < 0.05
+
+    frame = images.messages[-1] if len(images) else None
+    if frame is not None:
+        rgb = np.frombuffer(bytes(frame.data), dtype=np.uint8).reshape(frame.height, frame.width, 3)
+        write_png(OUT / "demo_camera.png", rgb)
+
+    runner.send_signal(signal.SIGINT)
+    exit_code = runner.wait(timeout=30)
+    travelled = math.hypot(moved[0] - start[0], moved[1] - start[1])
+    turned_deg = math.degrees(moved[2] - start[2])
+    ok = (exit_code == 0 and stopped and frame is not None and travelled > 0.8
+          and 60.0 < abs(turned_deg) < 120.0)
+    return {
+        "ok": ok,
+        "graph": "launch/sim.launch.yaml scene:=home mode:=realtime",
+        "startup_to_first_odom_s": round(startup_s, 3),
+        "start_pose_xy_yaw": [round(v, 3) for v in start],
+        "end_pose_xy_yaw": [round(v, 3) for v in moved],
+        "displacement_m": round(travelled, 3),
+        "heading_change_deg": round(turned_deg, 1),
+        "camera_rate_hz_while_driving": round(camera_hz, 2),
+        "camera_frame": "out/demo_camera.png" if frame is not None else None,
+        "stopped_by_watchdog": stopped,
+        "runner_exit_code_after_sigint": exit_code,
+    }
+
+
 def main() -> int:
     from rlstack_testing import ProcessGroup, lease_domain_id
     from rlstack_testing.probe import RosProbe
@@ -78,7 +153,7 @@ def main() -> int:
     with lease_domain_id() as lease, ProcessGroup(lease.domain_id, OUT / "demo_logs") as group, \
             RosProbe(lease.domain_id, name="demo_probe") as probe:
         report["ros_domain_id"] = lease.domain_id
-        for name, stage in (("smoke_graph", run_smoke_stage),):
+        for name, stage in (("smoke_graph", run_smoke_stage), ("sim_home", run_sim_stage)):
             print(f"== stage: {name}")
             try:
                 report["stages"][name] = stage(group, probe)
