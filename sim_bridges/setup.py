@@ -24,6 +24,6 @@ setup(
     maintainer_email="rlstack@example.com",
     description="Simulator backend contract and PyBullet implementation (no ROS imports).",
     license="Apache-2.0",
-    tests_require=["pytest"],
+    extras_require={"test": ["pytest"]},
     entry_points={"console_scripts": []},
 )

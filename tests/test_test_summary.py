@@ -57,3 +57,17 @@ def test_crashed_runner_exits_non_zero_even_with_passes(tmp_path):
     results = junit_from(tmp_path, "ok", "def test_a():\n    pass\n")
     result = summarise(results, "--runner-failed", "colcon test")
     assert result.returncode == 1 and "colcon test" in result.stdout
+
+
+def test_expected_suite_without_results_exits_non_zero(tmp_path):
+    results = junit_from(tmp_path, "ok", "def test_a():\n    pass\n")
+    result = summarise(results, "--expect", "ok", "some_package")
+    assert result.returncode == 1
+    assert "suite 'some_package' has tests but reported no results" in result.stdout
+
+
+def test_expected_suite_that_ran_nothing_exits_non_zero(tmp_path):
+    results = junit_from(tmp_path, "ok", "def test_a():\n    pass\n")
+    junit_from(tmp_path, "empty", "# nothing\n")
+    result = summarise(results, "--expect", "ok", "empty")
+    assert result.returncode == 1 and "suite 'empty' has tests but ran none" in result.stdout

@@ -11,12 +11,18 @@ WS="$ROOT/ros2_ws"
 RESULTS="$WS/test_results"
 WHICH="${1:-all}"
 failed_runs=()
+expected=()   # suites that must produce a JUnit file: a silent "ran 0 tests" is a failure
 
 rm -rf "$RESULTS"
 mkdir -p "$RESULTS"
 
 if [ "$WHICH" = all ] || [ "$WHICH" = packages ]; then
   mapfile -t BASE_PATHS <"$ROOT/.venv/.rlstack/base_paths"
+  # Every package with test files must report results (colcon quietly runs nothing for a
+  # Python package whose setup.py does not declare pytest as a test dependency).
+  while IFS=$'\t' read -r name path _; do
+    if compgen -G "$path/test/test_*.py" >/dev/null; then expected+=("$name"); fi
+  done < <(cd "$ROOT" && colcon list --base-paths "${BASE_PATHS[@]}")
   echo "== colcon test (package tests)"
   # Each package's pytest writes its JUnit file to build/<pkg>/pytest.xml; stale ones from an
   # earlier run must not be counted.
@@ -35,8 +41,10 @@ fi
 
 if [ "$WHICH" = all ] || [ "$WHICH" = system ]; then
   echo "== pytest tests/ (system tests)"
+  expected+=("system_tests")
   (cd "$ROOT" && python -m pytest tests -p no:cacheprovider -q -rfE \
       --junitxml="$RESULTS/system_tests.xml") || failed_runs+=("pytest tests/")
 fi
 
-python "$ROOT/tools/test_summary.py" "$RESULTS" --runner-failed "${failed_runs[*]:-}"
+python "$ROOT/tools/test_summary.py" "$RESULTS" --runner-failed "${failed_runs[*]:-}" \
+  --expect ${expected[@]+"${expected[@]}"}

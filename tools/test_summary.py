@@ -6,8 +6,9 @@ file); this reads them all and ends with the line
 
     Total: N passed, N failed, N skipped
 
-Exit status: 0 only when at least one test passed, none failed or errored, and no test
-runner reported a crash (``--runner-failed``, e.g. pytest exiting on a collection error).
+Exit status: 0 only when at least one test passed, none failed or errored, no test runner
+reported a crash (``--runner-failed``, e.g. pytest exiting on a collection error), and
+every suite named with ``--expect`` left a JUnit file with at least one test in it.
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("results", type=Path, help="folder with JUnit XML files")
     parser.add_argument("--runner-failed", default="",
                         help="names of test runners that exited non-zero (space separated)")
+    parser.add_argument("--expect", nargs="*", default=[],
+                        help="suites (JUnit file stems) that must be present and non-empty")
     args = parser.parse_args(argv)
 
     total = Counts()
@@ -85,6 +88,12 @@ def main(argv: list[str] | None = None) -> int:
         problems.append(f"test runner(s) exited with an error: {args.runner_failed.strip()}")
     if total.passed == 0:
         problems.append("no test ran")
+    counted = {name: c for name, c in rows}
+    for suite in args.expect:
+        if suite not in counted:
+            problems.append(f"suite '{suite}' has tests but reported no results")
+        elif counted[suite].passed + counted[suite].failed + counted[suite].skipped == 0:
+            problems.append(f"suite '{suite}' has tests but ran none")
     for problem in problems:
         print(f"  ERROR {problem}")
     print(f"Total: {total.passed} passed, {total.failed} failed, {total.skipped} skipped")

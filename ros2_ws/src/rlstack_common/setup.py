@@ -16,5 +16,5 @@ setup(
     maintainer_email="dev@rlstack.invalid",
     description="Shared helpers for rlstack ROS 2 nodes.",
     license="Apache-2.0",
-    tests_require=["pytest"],
+    extras_require={"test": ["pytest"]},
 )

@@ -16,7 +16,7 @@ setup(
     maintainer_email="dev@rlstack.invalid",
     description="Runs ROS 2 YAML launch files as plain processes (no launch/launch_ros needed).",
     license="Apache-2.0",
-    tests_require=["pytest"],
+    extras_require={"test": ["pytest"]},
     entry_points={
         "console_scripts": [
             "rlstack_launch = rlstack_launch.__main__:main",

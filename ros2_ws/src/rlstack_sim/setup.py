@@ -16,7 +16,7 @@ setup(
     maintainer_email="dev@rlstack.invalid",
     description="sim_bridge: ROS 2 adapter around a sim_bridges simulator backend.",
     license="Apache-2.0",
-    tests_require=["pytest"],
+    extras_require={"test": ["pytest"]},
     entry_points={
         "console_scripts": [
             "sim_bridge = rlstack_sim.bridge_node:main",

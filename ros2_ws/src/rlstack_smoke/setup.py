@@ -16,7 +16,7 @@ setup(
     maintainer_email="dev@rlstack.invalid",
     description="Smoke graph for rlstack: a message and a service call between two processes.",
     license="Apache-2.0",
-    tests_require=["pytest"],
+    extras_require={"test": ["pytest"]},
     entry_points={
         "console_scripts": [
             "smoke_talker = rlstack_smoke.talker_node:main",

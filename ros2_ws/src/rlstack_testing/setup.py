@@ -16,7 +16,7 @@ setup(
     maintainer_email="dev@rlstack.invalid",
     description="ROS 2 multi-process test harness for rlstack.",
     license="Apache-2.0",
-    tests_require=["pytest"],
+    extras_require={"test": ["pytest"]},
     entry_points={
         "console_scripts": [
             # Tiny nodes the harness's own tests start as real processes.
