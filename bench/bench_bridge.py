@@ -199,7 +199,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="short run (about 20 s)")
     parser.add_argument("--scenes", nargs="+", default=list(SCENES), choices=SCENES)
-    parser.add_argument("--camera-rate", type=float, default=15.0, help="camera rate in the realtime run, Hz")
+    parser.add_argument("--camera-rate", type=float, default=20.0, help="camera rate in the realtime run, Hz")
     parser.add_argument("--no-camera", action="store_true", help="skip the realtime camera run")
     args = parser.parse_args()
     heavy = {"panda_table", "home"}

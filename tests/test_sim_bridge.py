@@ -319,3 +319,15 @@ def test_launch_file_starts_ball_plate_in_lockstep(ros_processes, ros_probe, rep
     assert "plate_pitch" not in reply.joint_state.name
     ros_probe.spin_until(lambda: ros_probe.node.count_subscribers("/ball_plate/angles") == 0, 10,
                          "/ball_plate/angles to go away")
+
+
+def test_tf_carries_the_arm_links(ros_processes, ros_probe, params_dir):
+    """The whole robot is on /tf: the arm's chain reaches base_link, and odom -> base_link."""
+    start_bridge(ros_processes, params_dir, scene="home", mode="realtime", camera_enabled=False)
+    [msg] = ros_probe.collect("/tf", TFMessage, count=1, timeout=60)
+    parent_of = {t.child_frame_id: t.header.frame_id for t in msg.transforms}
+    assert parent_of["base_link"] == "odom"
+    link, hops = "panda_hand", 0
+    while link != "odom":
+        link, hops = parent_of[link], hops + 1
+    assert hops >= 9

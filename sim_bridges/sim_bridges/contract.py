@@ -39,6 +39,7 @@ __all__ = [
     "CameraFrame",
     "ObjectState",
     "OccupancyBox",
+    "LinkTransform",
     "SimBackend",
     "physics_steps_per_control",
 ]
@@ -241,6 +242,19 @@ class OccupancyBox:
     height: float
 
 
+@dataclass(frozen=True, eq=False)
+class LinkTransform:
+    """One edge of a robot's kinematic tree: the ``child`` link frame in the ``parent`` link frame.
+
+    Link names are the robot description's (URDF) link names, as a robot_state_publisher
+    would publish them on /tf.
+    """
+
+    parent: str
+    child: str
+    pose: Pose
+
+
 def physics_steps_per_control(physics_rate_hz: float, control_rate_hz: float) -> int:
     """Number of physics steps per control step, validating divisibility.
 
@@ -380,6 +394,15 @@ class SimBackend(abc.ABC):
     def static_occupancy(self) -> List[OccupancyBox]:
         """2-D footprints of the static geometry of the scene (walls, furniture)."""
         raise self._not_supported(Capability.STATIC_OCCUPANCY)
+
+    @abc.abstractmethod
+    def link_transforms(self) -> List[LinkTransform]:
+        """Every robot link's pose relative to its parent link, for every robot in the scene.
+
+        The URDF tree at the current joint positions: what robot_state_publisher computes from
+        /joint_states. A fixed-base robot's root link is given relative to ``world``; a mobile
+        robot's root (``base_link``) has no parent here: :meth:`base_odometry` places it.
+        """
 
     # ------------------------------------------------- optional robot features
     def set_end_effector_delta(self, dx: float, dy: float, dz: float) -> None:

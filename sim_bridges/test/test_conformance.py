@@ -297,3 +297,58 @@ def test_camera_frame_contract(scene_cache):
             assert f.stamp == sim.sim_time
         with pytest.raises(ValueError, match="unknown camera"):
             sim.camera_frame("no_such_camera")
+
+
+def test_link_transforms_chain_to_the_end_effector(make_backend):
+    """Composing the published parent->child transforms from the root reproduces a link's
+    world pose: what tf2 would compute from /tf. Checked in home after the arm has moved."""
+    import numpy as np
+
+    from sim_bridges.geometry import quat_to_matrix
+
+    sim = make_backend()
+    sim.load_scene("home")
+    sim.set_base_velocity(0.3, 0.4)
+    sim.set_end_effector_delta(0.02, 0.0, -0.02)
+    sim.step(30)
+    transforms = sim.link_transforms()
+    edges = {t.child: t for t in transforms}
+    assert len(edges) == len(transforms), "a link has two parents"
+    # The mobile base floats: its root has no parent here (odometry places it).
+    assert "base_link" not in edges and len(edges) >= 10
+
+    def world_of(link: str) -> np.ndarray:
+        if link == "base_link":
+            pose = sim.base_odometry().pose
+        else:
+            edge = edges[link]
+            parent = world_of(edge.parent)
+            local = np.eye(4)
+            local[:3, :3] = quat_to_matrix(edge.pose.orientation)
+            local[:3, 3] = edge.pose.position
+            return parent @ local
+        out = np.eye(4)
+        out[:3, :3] = quat_to_matrix(pose.orientation)
+        out[:3, 3] = pose.position
+        return out
+
+    # The head camera's optical frame, reached through the tree, matches the camera pose.
+    frame = sim.camera_frame("head_camera")
+    optical = world_of("camera_optical_frame")
+    assert np.allclose(optical[:3, 3], frame.pose.position, atol=1e-6)
+    assert np.allclose(optical[:3, :3], quat_to_matrix(frame.pose.orientation), atol=1e-6)
+    # Fingers hang off the hand, the hand off the arm: the chain reaches base_link.
+    link, depth = "panda_leftfinger", 0
+    while link != "base_link":
+        link, depth = edges[link].parent, depth + 1
+    assert depth >= 8
+
+
+def test_fixed_base_robots_hang_from_world(make_backend):
+    sim = make_backend()
+    sim.load_scene("panda_table")
+    edges = {t.child: t for t in sim.link_transforms()}
+    assert edges["panda_link0"].parent == "world"
+    children = {t.child for t in edges.values()}
+    roots = {t.parent for t in edges.values()} - children
+    assert roots == {"world"}

@@ -132,3 +132,30 @@ def test_bad_scene_option_is_value_error(make_backend):
     sim = make_backend()
     with pytest.raises(ValueError, match="bad options"):
         sim.load_scene("cartpole", bogus=1)
+
+
+def test_home_arm_visual_option_changes_only_the_drawing():
+    """low_poly and detailed arms render differently but simulate identically."""
+    import numpy as np
+
+    from sim_bridges import make_backend
+
+    states = {}
+    for visual in ("low_poly", "detailed"):
+        with make_backend("pybullet") as sim:
+            sim.load_scene("home", arm_visual=visual)
+            sim.reset(seed=1)
+            sim.set_base_velocity(0.2, 0.1)
+            sim.step(30)
+            states[visual] = (sim.base_odometry().pose.position.copy(), sim.joint_state().position.copy())
+    assert np.array_equal(states["low_poly"][0], states["detailed"][0])
+    assert np.array_equal(states["low_poly"][1], states["detailed"][1])
+
+
+def test_home_rejects_unknown_arm_visual():
+    import pytest
+
+    from sim_bridges import make_backend
+
+    with make_backend("pybullet") as sim, pytest.raises(ValueError, match="arm_visual"):
+        sim.load_scene("home", arm_visual="shiny")

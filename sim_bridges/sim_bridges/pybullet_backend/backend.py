@@ -19,6 +19,7 @@ from ..contract import (
     CameraFrame,
     JointLimit,
     JointState,
+    LinkTransform,
     ObjectState,
     OccupancyBox,
     Odometry,
@@ -59,6 +60,7 @@ class _Robot:
     joints: Dict[str, _Joint]  # movable joints, URDF order
     links: Dict[str, int]  # link name -> index (root = -1)
     joint_indices: List[int] = field(default_factory=list)
+    link_parents: Dict[int, int] = field(default_factory=dict)  # link index -> parent link index
 
 
 @dataclass
@@ -245,10 +247,12 @@ class PyBulletBackend(SimBackend):
             physicsClientId=cid,
         )
         links = {p.getBodyInfo(body, physicsClientId=cid)[0].decode(): -1}
+        parents: Dict[int, int] = {}
         joints: Dict[str, _Joint] = {}
         for j in range(p.getNumJoints(body, physicsClientId=cid)):
             info = p.getJointInfo(body, j, physicsClientId=cid)
             links[info[12].decode()] = j
+            parents[j] = info[16]
             if info[2] not in _MOVABLE:
                 continue
             name, lower, upper = info[1].decode(), float(info[8]), float(info[9])
@@ -257,7 +261,7 @@ class PyBulletBackend(SimBackend):
             if name in self._joints:
                 raise ValueError(f"duplicate joint name '{name}' in scene")
             joints[name] = _Joint(name, body, j, lower, upper, float(info[11]), float(info[10]))
-        robot = _Robot(spec, body, joints, links, [jt.index for jt in joints.values()])
+        robot = _Robot(spec, body, joints, links, [jt.index for jt in joints.values()], parents)
         for name in spec.position_joints + spec.passive_joints:
             if name not in joints:
                 raise ValueError(f"robot '{spec.name}': no movable joint '{name}'")
@@ -518,6 +522,26 @@ class PyBulletBackend(SimBackend):
         return camera.render(self.sim_time)
 
     # ----------------------------------------------------------- ground truth
+    def link_transforms(self) -> List[LinkTransform]:
+        cid = self._cid
+        out: List[LinkTransform] = []
+        for robot in self._robots:
+            names = {index: name for name, index in robot.links.items()}
+            indices = sorted(i for i in names if i >= 0)
+            world = {-1: self._link_pose(robot, names[-1])}
+            if robot.spec.fixed_base:
+                out.append(LinkTransform("world", names[-1], Pose(*world[-1])))
+            # One batched call: URDF link frames (entries 4 and 5), not the inertial frames.
+            for index, st in zip(indices, p.getLinkStates(robot.body, indices, computeForwardKinematics=1,
+                                                          physicsClientId=cid)):
+                world[index] = (st[4], st[5])
+            for index in indices:
+                parent = robot.link_parents[index]
+                inv_pos, inv_orn = p.invertTransform(*world[parent])
+                pos, orn = p.multiplyTransforms(inv_pos, inv_orn, *world[index])
+                out.append(LinkTransform(names[parent], names[index], Pose(pos, orn)))
+        return out
+
     def ground_truth(self) -> Dict[str, ObjectState]:
         self._check_loaded()
         cid = self._cid

@@ -11,9 +11,14 @@ from .spec import DiffDriveParams, RobotSpec
 ARM_MOUNT_X = 0.08
 
 
-def mobile_manipulator(params: DiffDriveParams = DiffDriveParams(), base_pose: Pose = None) -> RobotSpec:
-    """Base + Panda as one articulation (the arm's root is welded to ``base_link``)."""
-    extra = panda_urdf_fragment() + (
+def mobile_manipulator(params: DiffDriveParams = DiffDriveParams(), base_pose: Pose = None,
+                       arm_visual: str = "detailed") -> RobotSpec:
+    """Base + Panda as one articulation (the arm's root is welded to ``base_link``).
+
+    ``arm_visual``: "detailed" or "low_poly" meshes for camera images (see
+    :func:`panda_urdf_fragment`); physics is identical.
+    """
+    extra = panda_urdf_fragment(arm_visual) + (
         '\n  <joint name="arm_mount_joint" type="fixed">\n'
         '    <parent link="base_link"/>\n    <child link="panda_link0"/>\n'
         f'    <origin xyz="{ARM_MOUNT_X} 0 {BODY_TOP}"/>\n  </joint>\n'

@@ -64,7 +64,7 @@ class SimBridge(Node):
         control_rate = d("control_rate_hz", 60.0, "Control rate, Hz; must divide physics_rate_hz",
                          min_value=1.0, max_value=10000.0)
         self.mode = d("mode", "realtime", "Stepping mode", constraints="one of: " + ", ".join(MODES))
-        self.camera_rate = d("camera_rate_hz", 15.0, "Camera render/publish rate, Hz (0: off)",
+        self.camera_rate = d("camera_rate_hz", 20.0, "Camera render/publish rate, Hz (0: off)",
                              min_value=0.0, max_value=1000.0)
         self.camera_enabled = d("camera_enabled", True, "Render and publish the scene's cameras")
         self.camera_in_lockstep = d("camera_in_lockstep", False,
@@ -213,7 +213,7 @@ class SimBridge(Node):
         return s
 
     def _publish_static_tf(self, spec) -> None:
-        """base_link (or world) -> <camera>_link -> <camera>_optical_frame; world -> fixed arm bases."""
+        """base_link (or world) -> <camera>_link -> <camera>_optical_frame."""
         stamp = convert.time_msg(self.sim.sim_time)
         transforms = []
         base_pose = self.sim.base_odometry().pose if self.has_base else None
@@ -223,10 +223,6 @@ class SimBridge(Node):
             pose = self.sim.camera_frame(cam).pose  # one render at start-up
             transforms += convert.camera_static_transforms(
                 cam, pose, "base_link" if on_base else self.root_frame, base_pose if on_base else None, stamp)
-        for robot in spec.robots:
-            if robot.fixed_base and robot.arm is not None:
-                transforms.append(convert.transform_msg(self.root_frame, robot.arm.base_link,
-                                                        robot.base_pose.position, robot.base_pose.orientation, stamp))
         self.tf_static_pub.publish(TFMessage(transforms=transforms))
 
     # ================================================================== time / stepping
@@ -334,11 +330,16 @@ class SimBridge(Node):
         self.meters["state"].tick()
         if self.joint_pub is not None:
             self.joint_pub.publish(self._joint_state_msg())
+        stamp = convert.time_msg(self.sim.sim_time)
+        # The robots' link tree (what robot_state_publisher would compute from /joint_states):
+        # fixed-base roots hang from world, the mobile base's root from odom (below).
+        transforms = [convert.transform_msg(t.parent, t.child, t.pose.position, t.pose.orientation, stamp)
+                      for t in self.sim.link_transforms()]
         if self.has_base:
             odom = self.sim.base_odometry()
-            stamp = convert.time_msg(odom.stamp)
             self.odom_pub.publish(convert.odometry_msg(odom, stamp))
-            self.tf_pub.publish(TFMessage(transforms=[convert.odom_transform(odom, stamp)]))
+            transforms.append(convert.odom_transform(odom, stamp))
+        self.tf_pub.publish(TFMessage(transforms=transforms))
 
     def _publish_ground_truth(self) -> None:
         if self.gt_pose_pub is None:
