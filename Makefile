@@ -8,7 +8,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 ENV := source ./env.sh
 
-.PHONY: help setup build test test-packages test-system demo bench lock clean distclean
+.PHONY: help setup build test test-packages test-system demo bench train lock clean distclean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -32,6 +32,10 @@ demo: setup ## run the main job headless and write results to out/
 
 bench: setup ## run the benchmarks in bench/ (JSON + tables into out/bench/)
 	@$(ENV) && bash bench/run_all.sh
+
+train: setup ## retrain a shipped policy from scratch + export it to policies/: make train TASK=cartpole [ARGS=...]
+	@test -n "$(TASK)" || { echo "usage: make train TASK=<name of a config/train/*.yaml> [ARGS='--seed 1']" >&2; exit 2; }
+	@$(ENV) && python -m rlstack_learning.train --task "$(TASK)" --export $(ARGS)
 
 lock: setup ## re-pin requirements/constraints.txt from the current .venv
 	@$(ENV) && python tools/lock.py

@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""Benchmark the learning stack.
+
+* ``env_steps_per_s``: env steps per second in process (SB3 ``DummyVecEnv``, random actions)
+  for 1, 2 and 8 envs, per task (and ``SubprocVecEnv`` with 2 envs = the 2 cores);
+* ``train_fps``: PPO training steps per second (cart-pole and ball-on-plate configs,
+  8 envs, ``torch.set_num_threads(1)``), collection + updates;
+* ``inference_us``: microseconds per single-observation call of a shipped bundle's policy,
+  onnxruntime (the deployed path) vs the same exported torch module.
+
+Best of a few repeats (shared 2-core machine). JSON on stdout, markdown table on stderr.
+
+Usage::
+
+    python bench/bench_learning.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(REPO, "ros2_ws", "src", "rlstack_learning"))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+torch.set_num_threads(1)
+
+import rlstack_learning  # noqa: E402,F401
+
+TASKS = {"cartpole": "RlStack/CartPole-v0", "ball_plate": "RlStack/BallPlate-v0"}
+
+
+def env_rate(env_id: str, n_envs: int, steps: int, subproc: bool = False, repeats: int = 3) -> float:
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    venv = make_vec_env(env_id, n_envs=n_envs, seed=0, vec_env_cls=SubprocVecEnv if subproc else DummyVecEnv)
+    rng = np.random.default_rng(0)
+    actions = rng.uniform(-0.3, 0.3, (steps, n_envs) + venv.action_space.shape).astype(np.float32)
+    venv.reset()
+    best = 0.0
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for a in actions:
+            venv.step(a)
+        best = max(best, steps * n_envs / (time.perf_counter() - t0))
+    venv.close()
+    return best
+
+
+def train_fps(task: str, steps: int) -> float:
+    from rlstack_learning.config import build_hyperparams, load
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    cfg = load(os.path.join(REPO, "config", "train", f"{task}.yaml"), {"algo": "ppo"})
+    venv = VecNormalize(make_vec_env(cfg["env_id"], n_envs=cfg["num_envs"], seed=0,
+                                     env_kwargs={"randomize": cfg["randomize"]}))
+    model = PPO(env=venv, seed=0, device="cpu", **build_hyperparams(cfg))
+    t0 = time.perf_counter()
+    model.learn(steps)
+    fps = model.num_timesteps / (time.perf_counter() - t0)
+    venv.close()
+    return fps
+
+
+def _inference(bundle_dir: str, calls: int, run_dir_model: str = None) -> dict:
+    import onnxruntime as ort
+
+    from rlstack_learning.bundle import load
+
+    b = load(bundle_dir)
+    obs = np.random.default_rng(0).normal(size=(b.obs_dim,)).astype(np.float32)
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = opts.inter_op_num_threads = 1
+    sess = ort.InferenceSession(os.path.join(bundle_dir, "policy.onnx"), opts, providers=["CPUExecutionProvider"])
+    feed = {"obs": obs[None]}
+
+    def best_us(fn, repeats=5):
+        for _ in range(200):
+            fn()
+        best = float("inf")
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            best = min(best, (time.perf_counter() - t0) / calls * 1e6)
+        return best
+
+    out = {"onnxruntime": best_us(lambda: sess.run(None, feed))}
+    # the same graph in torch: rebuild the exported module from the training run if it is here
+    run = b.provenance.get("run_dir")
+    model_dir = os.path.join(REPO, run, b.provenance.get("model", "best")) if run else None
+    if model_dir and os.path.isdir(model_dir):
+        from rlstack_learning.checkpoints import load_model_dir
+        from rlstack_learning.onnx_export import exportable
+
+        model, vecnorm, _ = load_model_dir(model_dir)
+        module = exportable(model, vecnorm.obs_rms if vecnorm is not None else None)
+        x = torch.as_tensor(obs[None])
+        with torch.inference_mode():
+            out["torch"] = best_us(lambda: module(x))
+            out["sb3_predict"] = best_us(lambda: model.predict(vecnorm.normalize_obs(obs[None]) if vecnorm else obs[None],
+                                                                deterministic=True))
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true")
+    a = ap.parse_args()
+    steps = 300 if a.quick else 2000
+    res = {"machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(), "torch": str(torch.__version__)},
+           "env_steps_per_s": {}, "train_fps": {}, "inference_us": {}}
+    for task, env_id in TASKS.items():
+        rates = {f"{n}_envs": round(env_rate(env_id, n, max(50, steps // n))) for n in (1, 2, 8)}
+        rates["2_envs_subproc"] = round(env_rate(env_id, 2, max(50, steps // 2), subproc=True))
+        res["env_steps_per_s"][task] = rates
+        res["train_fps"][task] = round(train_fps(task, 4096 if a.quick else 16384))
+        bundle = os.path.join(REPO, "policies", task)
+        if os.path.isfile(os.path.join(bundle, "io.yaml")):
+            res["inference_us"][task] = {k: round(v, 1) for k, v in _inference(bundle, 500 if a.quick else 5000).items()}
+    json.dump(res, sys.stdout, indent=1)
+    print(file=sys.stdout)
+    lines = ["| task | env steps/s 1 env | 2 envs | 8 envs | 2 envs subproc | PPO train fps | onnxruntime us | torch us | SB3 predict us |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for task in TASKS:
+        e, inf = res["env_steps_per_s"][task], res["inference_us"].get(task, {})
+        lines.append(f"| {task} | {e['1_envs']} | {e['2_envs']} | {e['8_envs']} | {e['2_envs_subproc']} | "
+                     f"{res['train_fps'][task]} | {inf.get('onnxruntime', '-')} | {inf.get('torch', '-')} | {inf.get('sb3_predict', '-')} |")
+    print("\n".join(lines), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,30 @@
+"""rlstack task environments, registered with Gymnasium on import of ``rlstack_learning``."""
+
+from .ball_plate import BallPlateEnv
+from .base import EVAL_SEED_BASE, TRAIN_SEED_LIMIT, VALIDATION_SEED_BASE, SimTaskEnv
+from .cartpole import CartPoleDiscreteEnv, CartPoleEnv
+
+#: task name -> env class (the CLI's --task names a config in config/train/, whose env_id is one of these)
+ENVS = {
+    CartPoleEnv.env_id: CartPoleEnv,
+    CartPoleDiscreteEnv.env_id: CartPoleDiscreteEnv,
+    BallPlateEnv.env_id: BallPlateEnv,
+}
+
+try:
+    from .lift import PandaLiftEnv
+
+    ENVS[PandaLiftEnv.env_id] = PandaLiftEnv
+except ImportError:  # pragma: no cover - lift env not written yet
+    pass
+
+
+def register_all() -> None:
+    import gymnasium as gym
+
+    for env_id, cls in ENVS.items():
+        if env_id not in gym.registry:
+            gym.register(env_id, entry_point=f"{cls.__module__}:{cls.__name__}")
+
+
+__all__ = ["ENVS", "register_all", "SimTaskEnv", "EVAL_SEED_BASE", "TRAIN_SEED_LIMIT", "VALIDATION_SEED_BASE"]

@@ -1,0 +1,198 @@
+"""Export a trained run to a policy bundle, evaluated on seeds never used in training.
+
+    python -m rlstack_learning.export out/train/cartpole/<run> policies/cartpole [--model best|final] [--episodes 100]
+
+Steps: load the model folder (+ normalisation stats) -> fold normalisation into one torch
+module -> ONNX -> check ONNX == SB3 deterministic action on random observations (max error
+recorded in provenance) -> IO descriptor from the env's declared terms -> evaluate the ONNX
+file itself with onnxruntime, with and without domain randomisation -> model card -> validate
+-> rename the finished folder into place (atomic; an old bundle is replaced whole).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import sys
+from typing import Any, Dict, Optional
+
+import numpy as np
+import yaml
+
+from . import atomic
+from .bundle import load as load_bundle
+from .checkpoints import load_model_dir
+from .envs import ENVS, EVAL_SEED_BASE
+from .onnx_export import exportable, sb3_deterministic_action, to_onnx_bytes
+
+
+def max_export_error(model, vecnorm, onnx_bytes: bytes, n_obs: int, n: int = 1000, seed: int = 0) -> float:
+    """Largest |ONNX - SB3| over ``n`` random observations (N(0, 1) scaled by the running std when known)."""
+    import onnxruntime as ort
+
+    rng = np.random.default_rng(seed)
+    if vecnorm is not None:
+        obs = vecnorm.obs_rms.mean + rng.normal(size=(n, n_obs)) * 2.0 * np.sqrt(vecnorm.obs_rms.var)
+    else:
+        obs = rng.normal(size=(n, n_obs))
+    obs = obs.astype(np.float32)
+    sess = ort.InferenceSession(onnx_bytes, providers=["CPUExecutionProvider"])
+    got = sess.run(None, {"obs": obs})[0]
+    ref = sb3_deterministic_action(model, obs, vecnorm)
+    return float(np.max(np.abs(np.asarray(got, np.float64) - np.asarray(ref, np.float64))))
+
+
+def evaluate_onnx(env_id: str, onnx_path: str, episodes: int, randomize: bool, progress: bool = True) -> Dict[str, Any]:
+    import gymnasium as gym
+    import onnxruntime as ort
+
+    from .evaluate import run_episodes
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = opts.inter_op_num_threads = 1
+    sess = ort.InferenceSession(onnx_path, opts, providers=["CPUExecutionProvider"])
+
+    def act(obs):
+        return sess.run(None, {"obs": obs[None].astype(np.float32)})[0][0]
+
+    env = gym.make(env_id, randomize=randomize)
+    try:
+        res = run_episodes(env, act, [EVAL_SEED_BASE + i for i in range(episodes)], progress=progress)
+    finally:
+        env.close()
+    res["domain_randomization"] = env.unwrapped.dr.to_dict() if randomize else None
+    return res
+
+
+def model_card(io: Dict[str, Any], prov: Dict[str, Any], ev: Dict[str, Any]) -> str:
+    nom, dr = ev["nominal"], ev["randomized"]
+    obs = "\n".join(f"| {t['index']} | `{t['name']}` | {t['unit']} | `{t['source']['topic']}` {t['source']['field']}"
+                    f"{' [' + t['source']['key'] + ']' if t['source'].get('key') else ''}"
+                    f"{' (' + t['source']['derive'].split(' over')[0] + ')' if t['source'].get('derive') else ''} |"
+                    for t in io["observation"])
+    act = "\n".join(f"| {t['index']} | `{t['name']}` | {t['unit']} | `{t['target']['topic']}` {t['target']['field']} "
+                    f"| {t['limits'][0]:g} .. {t['limits'][1]:g} |" for t in io["action"])
+    hp = yaml.safe_dump(prov["hyperparameters"], sort_keys=True, default_flow_style=True, width=1000).strip()
+    return f"""# Model card: {prov['bundle']}
+
+**Task** `{io['task']}` (`{io['env_id']}`), {io['control_rate_hz']:g} Hz. {prov['task_description']}
+
+## Intended use
+A policy node loads `policy.onnx` with onnxruntime, feeds the observation terms below (raw SI
+values times `scale`; normalisation is inside the graph) and publishes the action terms
+(`command = clip(offset + scale * action, limits)`). Trained and evaluated in PyBullet
+(`sim_bridges`) only: not validated on hardware.
+
+| obs | name | unit | source |
+|---|---|---|---|
+{obs}
+
+| act | name | unit | target | limits |
+|---|---|---|---|---|
+{act}
+
+## Results ({ev['episodes']} episodes per row, seeds {ev['seeds']['first']}..{ev['seeds']['last']}, never used in training)
+
+| condition | success | 95 % lower bound | mean return | mean length |
+|---|---|---|---|---|
+| nominal | **{nom['success_rate'] * 100:.1f} %** ({nom['successes']}/{nom['episodes']}) | {nom['success_rate_wilson95_lower'] * 100:.1f} % | {nom['mean_return']:.1f} | {nom['mean_length']:.1f} |
+| domain randomisation | **{dr['success_rate'] * 100:.1f} %** ({dr['successes']}/{dr['episodes']}) | {dr['success_rate_wilson95_lower'] * 100:.1f} % | {dr['mean_return']:.1f} | {dr['mean_length']:.1f} |
+
+Success: {ev['success_definition']}
+Domain randomisation at evaluation: `{dr['domain_randomization']}`.
+
+## Training
+{prov['algorithm'].upper()}, {prov['timesteps']} steps, {prov['num_envs']} envs, seed {prov['seed']},
+observation normalisation {'on (folded into ONNX)' if prov['normalize_obs'] else 'off'},
+domain randomisation in training: `{prov['train_randomization']}`.
+**Wall time from scratch: {prov['wall_time_s']:.0f} s** on {prov['machine']['cores']} cores ({prov['machine']['cpu']}),
+{'stopped early when validation succeeded' if prov.get('stopped_early') else 'full step budget'}.
+Commit `{prov['commit']}`. Hyperparameters: `{hp}`.
+ONNX vs SB3 deterministic action: max |error| {prov['export_max_abs_error']:.2e} on 1000 random observations.
+
+## Limitations
+- Simulation only; the ball-on-plate observation uses the simulator's ground-truth ball pose
+  (a real rig needs a perception topic with the same fields and comparable noise/latency).
+- Outside the trained start distribution (larger offsets, speeds or delays) behaviour is untested.
+- Failed evaluation seeds (nominal): {nom['failed_seeds'] or 'none'}; with randomisation: {dr['failed_seeds'] or 'none'}.
+"""
+
+
+def _first_sentence(doc: Optional[str]) -> str:
+    text = " ".join((doc or "").split("\n\n")[0].split())
+    return text.split(". ")[0].rstrip(".") + "." if text else ""
+
+
+def export_run(run_dir: str, dest: str, which: str = "best", episodes: int = 100, progress: bool = True,
+               bundle_name: Optional[str] = None) -> Dict[str, Any]:
+    from .train import git_commit, machine_info
+
+    with open(os.path.join(run_dir, "config.yaml")) as f:
+        cfg = yaml.safe_load(f)
+    summary = {}
+    if os.path.isfile(os.path.join(run_dir, "summary.yaml")):
+        with open(os.path.join(run_dir, "summary.yaml")) as f:
+            summary = yaml.safe_load(f) or {}
+    env_cls = ENVS[cfg["env_id"]]
+    model, vecnorm, manifest = load_model_dir(os.path.join(run_dir, which), cfg["env_id"], cfg["algo"])
+    obs_rms = vecnorm.obs_rms if vecnorm is not None and vecnorm.norm_obs else None
+    module = exportable(model, obs_rms, clip_obs=getattr(vecnorm, "clip_obs", 10.0), epsilon=getattr(vecnorm, "epsilon", 1e-8))
+    n_obs = len(env_cls.obs_terms)
+    onnx_bytes = to_onnx_bytes(module, n_obs)
+    err = max_export_error(model, vecnorm if obs_rms is not None else None, onnx_bytes, n_obs)
+    if err > 1e-5:
+        raise RuntimeError(f"ONNX export differs from the SB3 policy by {err:.3g} (> 1e-5)")
+    io = env_cls.io_descriptor()
+    name = bundle_name or os.path.basename(os.path.normpath(dest))
+    prov = {
+        "bundle": name, "task": cfg["task"], "env_id": cfg["env_id"], "task_description": _first_sentence(sys.modules[env_cls.__module__].__doc__),
+        "algorithm": cfg["algo"], "seed": cfg["seed"], "timesteps": int(model.num_timesteps),
+        "num_envs": cfg["num_envs"], "normalize_obs": cfg["normalize_obs"],
+        "train_randomization": cfg["randomize"], "model": which,
+        "stopped_early": bool(summary.get("stopped_early", False)),
+        "wall_time_s": float(summary.get("wall_time_s", manifest.get("wall_time_s", 0.0))),
+        "resumed": bool(summary.get("resumed_from")),
+        "commit": git_commit(), "hyperparameters": cfg["hyperparams"].get(cfg["algo"], {}),
+        "config": cfg, "machine": machine_info(),
+        "exported_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "export_max_abs_error": err, "run_dir": os.path.relpath(run_dir),
+    }
+    with atomic.staged_dir(dest) as tmp:
+        onnx_path = os.path.join(tmp, "policy.onnx")
+        with open(onnx_path, "wb") as f:
+            f.write(onnx_bytes)
+        prov["policy_onnx_sha256"] = atomic.sha256_file(onnx_path)
+        atomic.write_yaml(os.path.join(tmp, "io.yaml"), io)
+        atomic.write_yaml(os.path.join(tmp, "provenance.yaml"), prov)
+        nominal = evaluate_onnx(cfg["env_id"], onnx_path, episodes, randomize=False, progress=progress)
+        randomized = evaluate_onnx(cfg["env_id"], onnx_path, episodes, randomize=True, progress=progress)
+        ev = {
+            "episodes": episodes, "seeds": nominal["seeds"],
+            "success_definition": f"the episode reaches its time limit ({env_cls.max_episode_steps} steps = "
+                                  f"{env_cls.max_episode_steps / env_cls.control_rate_hz:g} s) without failing",
+            "success_rate": nominal["success_rate"],
+            "nominal": nominal, "randomized": randomized, "evaluated_file": "policy.onnx (onnxruntime)",
+        }
+        atomic.write_yaml(os.path.join(tmp, "evaluation.yaml"), ev)
+        atomic.write_text(os.path.join(tmp, "MODEL_CARD.md"), model_card(io, prov, ev))
+        load_bundle(tmp)  # never install a bundle the validator rejects
+    print(f"[export] {dest}: nominal success {nominal['success_rate'] * 100:.1f} %, with DR "
+          f"{randomized['success_rate'] * 100:.1f} % over {episodes} episodes; ONNX error {err:.1e}", flush=True)
+    return ev
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m rlstack_learning.export", description=__doc__.split("\n\n")[0])
+    p.add_argument("run_dir")
+    p.add_argument("dest", help="bundle folder, e.g. policies/cartpole")
+    p.add_argument("--model", default="best", choices=["best", "final"])
+    p.add_argument("--episodes", type=int, default=100)
+    p.add_argument("--no-progress", action="store_true")
+    a = p.parse_args(argv)
+    export_run(a.run_dir, a.dest, a.model, a.episodes, progress=not a.no_progress)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
