@@ -1,0 +1,26 @@
+from setuptools import find_packages, setup
+
+package_name = "rlstack_nav"
+
+setup(
+    name=package_name,
+    version="0.1.0",
+    packages=find_packages(exclude=["test"]),
+    data_files=[
+        ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
+        ("share/" + package_name, ["package.xml"]),
+    ],
+    install_requires=["setuptools"],
+    zip_safe=True,
+    maintainer="rlstack developers",
+    maintainer_email="dev@rlstack.invalid",
+    description="Differential-drive navigation for rlstack: planner, pure pursuit, map tools, nav node.",
+    license="Apache-2.0",
+    extras_require={"test": ["pytest"]},
+    entry_points={
+        "console_scripts": [
+            "nav_controller = rlstack_nav.nav_node:main",
+            "make_home_map = rlstack_nav.home_map:main",
+        ],
+    },
+)
