@@ -63,7 +63,7 @@ VPY="$VENV/bin/python"
 mkdir -p "$STAMPS"
 
 # ---------------------------------------------------------------- 2. pinned dependencies
-REQS=("$ROOT/requirements/python.txt" "$ROOT/requirements/learning.txt")
+REQS=("$ROOT/requirements/python.txt" "$ROOT/requirements/learning.txt" "$ROOT/requirements/perception.txt")
 [ "$MODE" = wheels ] && REQS+=("$ROOT/requirements/ros.txt")
 DEPS_HASH="$MODE-$(hash_of "${REQS[@]}" "$ROOT/requirements/constraints.txt")"
 if [ "$(cat "$STAMPS/deps" 2>/dev/null)" != "$DEPS_HASH" ]; then
