@@ -1,0 +1,466 @@
+"""policy_node: serve a policy bundle (ONNX + io.yaml) as a ROS 2 lifecycle node.
+
+Thin adapter around :mod:`rlstack_policy.core` (docs/policy_node.md):
+
+* configure: load and validate the bundle (``rlstack_learning.bundle.load``: files, YAML,
+  descriptor, ONNX sizes vs descriptor, SHA-256; no torch, no pickle), compile the
+  descriptor against the ROS message types, create one subscription per observation topic
+  and one publisher per action topic. Any problem: a clear error, the node stays up and
+  unconfigured.
+* activate: start the loop (``trigger: timer`` at the control rate on the node clock, or
+  ``trigger: message``: one step per complete set of new observations, with a watchdog).
+* deactivate: stop the loop and publish the safe action.
+* a new ``bundle_path`` while configured swaps the bundle at run time (checked at once
+  against the wired topics, loaded in a background thread, switched between two steps).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import threading
+import time
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+import rclpy
+import yaml
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.clock import Clock, ClockType
+from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.parameter import Parameter
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from std_msgs.msg import Bool
+from std_srvs.srv import Trigger
+
+from rlstack_common import declare_parameter, run_node
+from rlstack_policy import core
+
+TRIGGERS = ("timer", "message")
+
+
+class _Loaded:
+    """A bundle ready to run: session, plans, assembler, shaper."""
+
+    def __init__(self, bundle: Any, obs_plan: core.ObsPlan, act_plan: core.ActPlan, safe: List[Any],
+                 max_rate: np.ndarray, rate_hz: float, stale_periods: float) -> None:
+        self.bundle = bundle
+        self.path = bundle.path
+        self.io = bundle.io
+        self.task = bundle.io.get("task", "?")
+        self.obs_plan, self.act_plan = obs_plan, act_plan
+        self.rate_hz = rate_hz
+        self.period_s = 1.0 / rate_hz
+        bundle_period = 1.0 / float(bundle.io["control_rate_hz"])
+        self.assembler = core.ObservationAssembler(obs_plan, bundle_period, stale_periods * self.period_s)
+        self.shaper = core.ActionShaper(act_plan, rate_hz, max_rate, safe)
+        self.session = bundle.session
+        self.input_name = self.session.get_inputs()[0].name
+        self.output_name = self.session.get_outputs()[0].name
+        self.x = np.zeros((1, obs_plan.size), dtype=np.float32)
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        self.x[0, :] = obs
+        return self.session.run([self.output_name], {self.input_name: self.x})[0][0]
+
+
+class PolicyNode(LifecycleNode):
+    def __init__(self) -> None:
+        super().__init__("policy_node")
+        p = lambda *a, **k: declare_parameter(self, *a, **k)  # noqa: E731
+        p("bundle_path", "", "Policy bundle folder (policy.onnx + io.yaml ...). Setting it while configured swaps "
+          "the bundle at run time (refused if its topics do not match the wired ones).")
+        p("autostart", False, "Configure and activate at start (launch files); false: wait for lifecycle "
+          "transitions (ros2 lifecycle set / lifecycle_msgs/srv/ChangeState)")
+        p("trigger", "timer", "Loop trigger: timer (at rate_hz on the node clock, sim time with use_sim_time) or "
+          "message (one step when every observation topic has a new message; a watchdog at rate_hz gives "
+          "the safe action when they stop)", constraints="one of: timer, message")
+        p("rate_hz", 0.0, "Control loop rate, Hz; 0 = the bundle's control_rate_hz", min_value=0.0, max_value=10000.0)
+        p("stale_periods", 3.0, "An observation older than this many loop periods gives the safe action",
+          min_value=0.5, max_value=1000.0)
+        p("safe_action", [""], "Per action term: zero, hold (last command) or a number in the term's unit; "
+          "[''] = from io.yaml safe_action, else zero")
+        p("max_rate", [-1.0], "Per action term rate limit, term unit per second (0 = none); [-1.0] = from "
+          "io.yaml max_rate, else none")
+        p("key_indices", [""], "'key=index' for array elements without names (PoseArray), e.g. 'ball=0'")
+        p("topic_remaps", [""], "'/descriptor_topic=/actual_topic' for observation and action topics")
+        p("diagnostics_period_s", 1.0, "Period of /diagnostics, s (wall clock)", min_value=0.05, max_value=60.0)
+        p("realtime_priority", 0, "SCHED_FIFO priority of the executor threads (1..99; 0 = normal scheduling). "
+          "Needs CAP_SYS_NICE / rtprio; refused: a warning and normal scheduling", min_value=0, max_value=99)
+        self._set_priority(self.get_parameter("realtime_priority").value)
+        self._params_ready = True
+        self._loaded: Optional[_Loaded] = None
+        self._pending: Optional[Any] = None          # _Loaded, or an error string, from the swap thread
+        self._pending_lock = threading.Lock()
+        self._swap_thread: Optional[threading.Thread] = None
+        self._reverting = False
+        self._subs: Dict[str, Any] = {}
+        self._pubs: Dict[str, Any] = {}
+        self._factories: Dict[str, Any] = {}
+        self._wired_obs: Dict[str, str] = {}
+        self._wired_act: Dict[str, str] = {}
+        self._timer = None
+        self._active = False
+        self._trigger = "timer"
+        self._stats = core.LoopStats(1.0)
+        self._rx_steady: Dict[str, float] = {}
+        self._last_step_clock: Optional[float] = None
+        self._fault: Optional[str] = None
+        self._rejected: Dict[str, int] = {}
+        self._warned: Dict[str, float] = {}
+        self._stale_events = 0
+        self._swaps = 0
+        self._last_swap = "none"
+        self._last_error = ""
+        self._estop = core.EStopLatch()
+        self._steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.create_subscription(Bool, "estop", self._on_estop, QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
+        self.create_service(Trigger, "~/reset_estop", self._on_reset_estop)
+        self._diag_timer = self.create_timer(self.get_parameter("diagnostics_period_s").value, self._publish_diagnostics,
+                                             clock=self._steady)
+        self.add_on_set_parameters_callback(self._on_params)
+        if self.get_parameter("autostart").value:
+            if self.trigger_configure() == TransitionCallbackReturn.SUCCESS:
+                self.trigger_activate()
+
+    # ------------------------------------------------------------------ helpers
+    def _set_priority(self, prio: int) -> None:
+        """SCHED_FIFO for this thread and the threads it starts later (the executor's timer thread)."""
+        if prio <= 0:
+            return
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(prio))
+            self.get_logger().info(f"realtime scheduling: SCHED_FIFO priority {prio}")
+        except (PermissionError, OSError, AttributeError) as exc:
+            self.get_logger().warning(f"realtime_priority {prio} refused ({exc}); normal scheduling")
+
+    def _now(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def _warn_once(self, key: str, text: str, every_s: float = 5.0) -> None:
+        now = time.monotonic()
+        if now - self._warned.get(key, -1e9) >= every_s:
+            self._warned[key] = now
+            self.get_logger().warning(text)
+
+    def _list_param(self, name: str) -> List[Any]:
+        value = list(self.get_parameter(name).value or [])
+        if name == "max_rate":
+            return [] if (len(value) == 1 and value[0] < 0) else value
+        return [v for v in value if v != ""]
+
+    def _prepare(self, path: str, io: Optional[Dict[str, Any]] = None, bundle: Any = None) -> _Loaded:
+        """Compile (and, without ``bundle``, load) a bundle; raise with a readable message."""
+        if bundle is None:
+            from rlstack_learning.bundle import load  # numpy/yaml/onnx/onnxruntime only; no torch, no pickle
+
+            bundle = load(path)
+        io = bundle.io
+        obs_plan, act_plan = core.compile_io(io, core.parse_key_indices(self._list_param("key_indices")),
+                                             core.parse_remaps(self._list_param("topic_remaps")))
+        safe = core.parse_safe(self._list_param("safe_action"), act_plan, io)
+        max_rate = core.parse_max_rate(self._list_param("max_rate"), act_plan, io)
+        rate = self.get_parameter("rate_hz").value or float(io["control_rate_hz"])
+        return _Loaded(bundle, obs_plan, act_plan, safe, max_rate, rate, self.get_parameter("stale_periods").value)
+
+    # ------------------------------------------------------------------ lifecycle
+    def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        path = self.get_parameter("bundle_path").value
+        self._trigger = self.get_parameter("trigger").value
+        try:
+            if self._trigger not in TRIGGERS:
+                raise core.SpecError(f"trigger must be one of {', '.join(TRIGGERS)}, got '{self._trigger}'")
+            if not path:
+                raise core.SpecError("parameter bundle_path is empty: give the policy bundle folder")
+            loaded = self._prepare(os.path.abspath(path))
+        except Exception as exc:  # BundleError, SpecError, anything unexpected: stay unconfigured
+            self._last_error = f"configure failed: {exc}"
+            self.get_logger().error(self._last_error)
+            return TransitionCallbackReturn.FAILURE
+        self._wire(loaded)
+        self._loaded = loaded
+        self._last_error = ""
+        self._stats = core.LoopStats(loaded.period_s)
+        self.get_logger().info(
+            f"configured: bundle {loaded.path} (task {loaded.task}, {loaded.obs_plan.size} obs from "
+            f"{', '.join(loaded.obs_plan.topics)} -> {loaded.act_plan.size} action(s) to {', '.join(loaded.act_plan.topics)}"
+            f" at {loaded.rate_hz:g} Hz, trigger {self._trigger})")
+        return TransitionCallbackReturn.SUCCESS
+
+    def _wire(self, loaded: _Loaded) -> None:
+        qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        for topic, typ in loaded.obs_plan.topics.items():
+            cls = core.message_class(typ)
+            self._subs[topic] = self.create_subscription(cls, topic, lambda msg, t=topic: self._on_obs(t, msg), qos)
+            self._wired_obs[topic] = typ
+        for topic, typ in loaded.act_plan.topics.items():
+            cls = core.message_class(typ)
+            self._pubs[topic] = self.create_publisher(cls, topic, qos)
+            self._factories[topic] = cls
+            self._wired_act[topic] = typ
+
+    def _unwire(self) -> None:
+        for sub in self._subs.values():
+            self.destroy_subscription(sub)
+        for pub in self._pubs.values():
+            self.destroy_publisher(pub)
+        self._subs, self._pubs, self._factories = {}, {}, {}
+        self._wired_obs, self._wired_act = {}, {}
+
+    def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._active = True
+        self._start_timer()
+        self.get_logger().info(f"active: {self._loaded.task} at {self._loaded.rate_hz:g} Hz ({self._trigger} trigger)")
+        return TransitionCallbackReturn.SUCCESS
+
+    def _start_timer(self) -> None:
+        if self._timer is not None:
+            self.destroy_timer(self._timer)
+        cb = self._on_timer if self._trigger == "timer" else self._on_watchdog
+        self._timer = self.create_timer(self._loaded.period_s, cb)  # node clock: sim time with use_sim_time
+
+    def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._go_inactive("deactivated")
+        return TransitionCallbackReturn.SUCCESS
+
+    def _go_inactive(self, why: str) -> None:
+        if self._timer is not None:
+            self.destroy_timer(self._timer)
+            self._timer = None
+        if self._active and self._loaded is not None:
+            self._publish(self._loaded.shaper.safe(), safe=True)
+            self.get_logger().info(f"{why}: published the safe action, loop stopped")
+        self._active = False
+
+    def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._unwire()
+        self._loaded = None
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._go_inactive("shutting down")
+        self._unwire()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._go_inactive("error")
+        self._unwire()
+        self._loaded = None
+        return TransitionCallbackReturn.SUCCESS
+
+    # ------------------------------------------------------------------ inputs
+    def _on_obs(self, topic: str, msg: Any) -> None:
+        loaded = self._loaded
+        if loaded is None:
+            return
+        self._rx_steady[topic] = time.perf_counter()
+        kind = loaded.assembler.update(topic, msg, self._now())
+        if kind is not None:
+            key = f"{topic}/{kind}"
+            self._rejected[key] = self._rejected.get(key, 0) + 1
+            self._warn_once(f"rej:{key}", f"rejected a message on {topic}: {kind} (safe action until a good one)")
+        if self._active and self._trigger == "message" and loaded.assembler.all_updated():
+            self._step()
+
+    def _on_estop(self, msg: Bool) -> None:
+        if self._estop.input(msg.data):
+            self.get_logger().error("e-stop: safe action latched until ~/reset_estop")
+            if self._active and self._loaded is not None:
+                self._step()
+
+    def _on_reset_estop(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        response.success, response.message = self._estop.reset()
+        self.get_logger().info(f"reset_estop: {response.message}")
+        return response
+
+    # ------------------------------------------------------------------ loop
+    def _on_timer(self) -> None:
+        self._stats.tick(time.perf_counter(), timer=True)
+        self._step(ticked=True)
+
+    def _on_watchdog(self) -> None:
+        if self._last_step_clock is None or self._now() - self._last_step_clock >= self._loaded.assembler.stale_after_s:
+            self._step()
+
+    def _apply_pending(self) -> None:
+        with self._pending_lock:
+            pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        if isinstance(pending, str):
+            self._last_swap = f"refused: {pending}"
+            self.get_logger().error(f"bundle swap refused, keeping {self._loaded.path}: {pending}")
+            self._revert_param()
+            return
+        old = self._loaded
+        old.assembler.replay_into(pending.assembler)
+        pending.assembler.mark_step()
+        if old.shaper.last is not None and pending.act_plan.size == old.act_plan.size:
+            pending.shaper.commit(old.shaper.last)
+        self._loaded = pending
+        self._swaps += 1
+        self._last_swap = f"ok: {pending.path} (task {pending.task})"
+        self.get_logger().info(f"bundle swapped: {old.path} -> {pending.path}")
+        if self._active and pending.rate_hz != old.rate_hz:
+            self._start_timer()
+        self._stats.period_s = pending.period_s
+
+    def _step(self, ticked: bool = False) -> None:
+        t0 = time.perf_counter()
+        if self._pending is not None:
+            self._apply_pending()
+        loaded = self._loaded
+        if not ticked:
+            self._stats.tick(t0, timer=False)
+        now = self._now()
+        self._last_step_clock = now
+        fault = "e-stop latched" if self._estop.latched else None
+        obs = None
+        if fault is None:
+            obs, fault = loaded.assembler.assemble(now)
+        cmd = None
+        if fault is None:
+            out = loaded.act(obs)
+            try:
+                if not np.all(np.isfinite(out)):
+                    raise ValueError(f"network output not finite: {out.tolist()}")
+                cmd = loaded.shaper.command(out)
+            except ValueError as exc:
+                fault = str(exc)
+        loaded.assembler.mark_step()
+        if fault is not None:
+            cmd = loaded.shaper.safe()
+        self._publish(cmd, safe=fault is not None)
+        if fault != self._fault:
+            if fault is not None:
+                if fault.startswith("stale"):
+                    self._stale_events += 1
+                self.get_logger().warning(f"safe action: {fault}")
+            else:
+                self.get_logger().info("observations good: policy in control")
+            self._fault = fault
+        t1 = time.perf_counter()
+        rx = max((self._rx_steady.get(t, 0.0) for t in loaded.obs_plan.topics), default=0.0)
+        self._stats.done(t1 - t0, (t1 - rx) if rx else None, safe=fault is not None)
+
+    def _publish(self, cmd: np.ndarray, safe: bool) -> None:
+        loaded = self._loaded
+        for topic, msg in core.fill_messages(loaded.act_plan, cmd, self._factories).items():
+            self._pubs[topic].publish(msg)
+        loaded.shaper.commit(cmd)
+
+    # ------------------------------------------------------------------ swaps
+    def _on_params(self, params: List[Parameter]) -> SetParametersResult:
+        if not getattr(self, "_params_ready", False):
+            return SetParametersResult(successful=True)
+        configured = self._loaded is not None
+        for prm in params:
+            if prm.name == "bundle_path" and configured:
+                if self._reverting:
+                    continue
+                reason = self._check_swap(prm.value)
+                if reason:
+                    self.get_logger().error(f"bundle swap refused, keeping {self._loaded.path}: {reason}")
+                    self._last_swap = f"refused: {reason}"
+                    return SetParametersResult(successful=False, reason=f"bundle refused: {reason}")
+                self._start_swap(prm.value)
+            elif configured and prm.name not in ("bundle_path", "use_sim_time"):
+                return SetParametersResult(successful=False, reason=(
+                    f"'{prm.name}' takes effect at configure: deactivate and clean up the node first"))
+        return SetParametersResult(successful=True, reason="")
+
+    def _check_swap(self, path: str) -> str:
+        """Fast checks before loading: folder, io.yaml, wiring. '' = go ahead."""
+        if self._swap_thread is not None and self._swap_thread.is_alive():
+            return "another swap is still loading"
+        path = os.path.abspath(path or "")
+        io_path = os.path.join(path, "io.yaml")
+        if not os.path.isdir(path):
+            return f"no such bundle directory '{path}'"
+        try:
+            with open(io_path, encoding="utf-8") as f:
+                io = yaml.safe_load(f)
+            if not isinstance(io, dict):
+                raise core.SpecError("not a YAML mapping")
+            obs_topics, act_topics = core.descriptor_topics(io, core.parse_remaps(self._list_param("topic_remaps")))
+            problems = core.wiring_mismatch(self._wired_obs, self._wired_act, obs_topics, act_topics)
+            if problems:
+                return "; ".join(problems)
+            obs_plan, act_plan = core.compile_io(io, core.parse_key_indices(self._list_param("key_indices")),
+                                                 core.parse_remaps(self._list_param("topic_remaps")))
+            core.parse_safe(self._list_param("safe_action"), act_plan, io)
+            core.parse_max_rate(self._list_param("max_rate"), act_plan, io)
+        except Exception as exc:
+            return f"{io_path}: {exc}"
+        problems = core.wiring_mismatch(self._wired_obs, self._wired_act, obs_plan, act_plan)
+        return "; ".join(problems)
+
+    def _start_swap(self, path: str) -> None:
+        self._swap_from = self._loaded.path
+        self._last_swap = f"loading {path}"
+
+        def work() -> None:
+            try:
+                loaded = self._prepare(os.path.abspath(path))
+                problems = core.wiring_mismatch(self._wired_obs, self._wired_act, loaded.obs_plan, loaded.act_plan)
+                result: Any = "; ".join(problems) if problems else loaded
+            except Exception as exc:
+                result = str(exc).replace("\n", " ")
+            with self._pending_lock:
+                self._pending = result
+
+        self._swap_thread = threading.Thread(target=work, name="bundle-swap", daemon=True)
+        self._swap_thread.start()
+
+    def _revert_param(self) -> None:
+        self._reverting = True
+        try:
+            self.set_parameters([Parameter("bundle_path", value=self._loaded.path)])
+        finally:
+            self._reverting = False
+
+    # ------------------------------------------------------------------ diagnostics
+    def _publish_diagnostics(self) -> None:
+        if self._pending is not None and self._loaded is not None and not self._active:
+            self._apply_pending()
+        loaded = self._loaded
+        st = DiagnosticStatus(name=f"{self.get_name()}: policy", hardware_id=loaded.task if loaded else "")
+        state = "active" if self._active else ("inactive" if loaded else "unconfigured")
+        values: Dict[str, Any] = {"state": state, "bundle": loaded.path if loaded else "", "trigger": self._trigger,
+                                  "last_error": self._last_error}
+        if loaded:
+            summary = self._stats.summary(time.perf_counter())
+            values.update({
+                "task": loaded.task, "control_rate_hz": loaded.rate_hz,
+                **{k: (round(v, 4) if isinstance(v, float) else v) for k, v in summary.items()},
+                "safe_reason": self._fault or "none", "stale_events": self._stale_events,
+                "clipped": loaded.shaper.clipped, "rate_limited": loaded.shaper.rate_limited,
+                "last_command": [round(float(c), 6) for c in (loaded.shaper.last if loaded.shaper.last is not None else [])],
+            })
+        values.update({
+            "estop": "latched" if self._estop.latched else ("asserted" if self._estop.asserted else "clear"),
+            "estop_trips": self._estop.trips, "rejected_total": sum(self._rejected.values()),
+            "swaps": self._swaps, "last_swap": self._last_swap,
+        })
+        values.update({f"rejected.{k}": v for k, v in sorted(self._rejected.items())})
+        if self._last_error or self._estop.latched:
+            st.level, st.message = DiagnosticStatus.ERROR, self._last_error or "e-stop latched"
+        elif self._active and self._fault:
+            st.level, st.message = DiagnosticStatus.WARN, f"safe action: {self._fault}"
+        else:
+            st.level, st.message = DiagnosticStatus.OK, state
+        st.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
+        arr = DiagnosticArray(status=[st])
+        arr.header.stamp = self.get_clock().now().to_msg()
+        self._diag_pub.publish(arr)
+
+
+def main(args: Optional[List[str]] = None) -> int:
+    return run_node(PolicyNode, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
