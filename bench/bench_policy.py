@@ -108,13 +108,15 @@ def start_node(group: ProcessGroup, **params):
     return group.start_node("rlstack_policy", "policy_node", params_file=PARAMS, params=base)
 
 
-def small_shm_profile() -> str:
-    """The project's Fast DDS profile with a 1 MiB SHM segment (control nodes send no images)."""
-    src = Path(os.environ["FASTDDS_DEFAULT_PROFILES_FILE"]).read_text()
-    text = src.replace("<segment_size>16777216</segment_size>", "<segment_size>1048576</segment_size>")
-    text = text.replace("<maxMessageSize>4194304</maxMessageSize>", "<maxMessageSize>524288</maxMessageSize>")
-    path = Path(tempfile.mkdtemp(prefix="bench_policy_")) / "fastdds_small_shm.xml"
-    path.write_text(text)
+def large_segment_profile() -> str:
+    """A copy of the project's default 16 MiB-segment profile under another file name.
+
+    The policy node runs with ``small_messages=True`` and so swaps the project default for the
+    1 MiB profile; a differently named copy is kept as is, which shows what that saves.
+    """
+    src = Path(os.environ["RLSTACK_ROOT"]) / "config" / "fastdds_shm_only.xml"
+    path = Path(tempfile.mkdtemp(prefix="bench_policy_")) / "fastdds_16mib_segment.xml"
+    path.write_text(src.read_text())
     return str(path)
 
 
@@ -202,11 +204,11 @@ def to_markdown(r: dict) -> str:
         sched = f"SCHED_FIFO {j['realtime_priority']}" if j["realtime_priority"] else "normal"
         lines.append(f"| {j['rate_hz']:g} Hz, {j['seconds']:g} s | {sched} | {j['achieved_rate_hz']:.1f} | {j['node_jitter_p99_ms']:.3f} ms "
                      f"| {j['rx_jitter_p99_ms']:.3f} ms | {j['node_overruns']} | {j['node_cpu_percent']:.0f} | {j['rss_mb']:.0f} |")
-    small = r["latency_small_shm"]
+    large = r["latency_large_segment"]
     lines += ["", "| resident memory of the node (VmHWM, peak) | MB | target |", "|---|---|---|",
-              f"| project Fast DDS profile (16 MiB SHM segment) | {r['rss_peak_mb']:.1f} | < 150 |",
-              f"| same node, 1 MiB SHM segment profile | {small['rss_peak_mb']:.1f} | < 150 |",
-              f"| (latency with the 1 MiB profile: p50 {small['rtt_p50_ms']:.3f} ms, p99 {small['rtt_p99_ms']:.3f} ms) | | |"]
+              f"| as shipped (small-message profile: 1 MiB SHM segment) | {r['rss_peak_mb']:.1f} | < 150 |",
+              f"| same node forced onto the 16 MiB-segment profile | {large['rss_peak_mb']:.1f} | (comparison) |",
+              f"| (latency with the 16 MiB profile: p50 {large['rtt_p50_ms']:.3f} ms, p99 {large['rtt_p99_ms']:.3f} ms) | | |"]
     return "\n".join(lines)
 
 
@@ -220,7 +222,7 @@ def main() -> int:
     result = {"machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.python_version()}",
               "quick": args.quick, "targets": TARGETS}
     result["latency"] = bench_latency(samples)
-    result["latency_small_shm"] = bench_latency(samples, env={"FASTDDS_DEFAULT_PROFILES_FILE": small_shm_profile()})
+    result["latency_large_segment"] = bench_latency(samples, env={"FASTDDS_DEFAULT_PROFILES_FILE": large_segment_profile()})
     if args.priority:
         result["latency_fifo"] = bench_latency(samples, priority=args.priority)
     result["jitter"] = [bench_jitter(rate, seconds, prio) for prio in (0, args.priority) if prio >= 0
@@ -233,7 +235,6 @@ def main() -> int:
         "latency_p99_ms": result["latency"]["rtt_p99_ms"] < TARGETS["latency_p99_ms"],
         "jitter_p99_ms_100hz": j100["node_jitter_p99_ms"] < TARGETS["jitter_p99_ms_100hz"],
         "rss_mb": result["rss_peak_mb"] < TARGETS["rss_mb"],
-        "rss_mb_small_shm": result["latency_small_shm"]["rss_peak_mb"] < TARGETS["rss_mb"],
     }
     print(json.dumps(result, indent=2))
     print(to_markdown(result), file=sys.stderr)

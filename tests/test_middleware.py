@@ -4,6 +4,8 @@ import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
+
 NS = {"dds": "http://www.eprosima.com"}
 
 
@@ -26,14 +28,20 @@ def inet_sockets(pid: int) -> list[str]:
     return found
 
 
-def test_profile_is_shared_memory_only(repo):
-    profile = Path(os.environ["FASTDDS_DEFAULT_PROFILES_FILE"])
-    assert profile == repo / "config" / "fastdds_shm_only.xml"
-    root = ET.parse(profile).getroot()
+def test_environment_points_at_the_project_profile(repo):
+    assert Path(os.environ["FASTDDS_DEFAULT_PROFILES_FILE"]) == repo / "config" / "fastdds_shm_only.xml"
+
+
+@pytest.mark.parametrize("name, segment, max_message", [
+    ("fastdds_shm_only.xml", 16 * 1024 * 1024, 4 * 1024 * 1024),   # default: camera frames fit
+    ("fastdds_shm_small.xml", 1024 * 1024, 256 * 1024),            # nodes that send no images
+])
+def test_profile_is_shared_memory_only(repo, name, segment, max_message):
+    root = ET.parse(repo / "config" / name).getroot()
     [descriptor] = root.findall(".//dds:transport_descriptor", NS)
     assert descriptor.findtext("dds:type", namespaces=NS) == "SHM"
-    assert int(descriptor.findtext("dds:segment_size", namespaces=NS)) == 16 * 1024 * 1024
-    assert int(descriptor.findtext("dds:maxMessageSize", namespaces=NS)) == 4 * 1024 * 1024
+    assert int(descriptor.findtext("dds:segment_size", namespaces=NS)) == segment
+    assert int(descriptor.findtext("dds:maxMessageSize", namespaces=NS)) == max_message
     participant = root.find(".//dds:participant", NS)
     assert participant.get("is_default_profile") == "true"
     assert participant.findtext(".//dds:useBuiltinTransports", namespaces=NS) == "false"
@@ -55,3 +63,16 @@ def test_running_nodes_hold_no_network_socket(ros_processes, ros_probe, params_d
     for proc in ros_processes.processes:
         assert inet_sockets(proc.pid) == [], f"{proc.name} holds network sockets"
     assert inet_sockets(os.getpid()) == [], "the test's own probe holds network sockets"
+
+
+def test_small_message_profile_holds_no_network_socket(ros_processes, ros_probe, repo):
+    """A node on the 1 MiB-segment profile talks over shared memory only, too."""
+    from rlstack_interfaces.srv import QueryObjects
+    from rlstack_testing import resolve_executable
+
+    small = repo / "config" / "fastdds_shm_small.xml"
+    node = ros_processes.start([str(resolve_executable("rlstack_smoke", "smoke_map"))], name="smoke_map_small",
+                               env={"FASTDDS_DEFAULT_PROFILES_FILE": str(small)})
+    reply = ros_probe.call(QueryObjects, "/query_objects", QueryObjects.Request(text="cube"))
+    assert reply.success
+    assert inet_sockets(node.pid) == []

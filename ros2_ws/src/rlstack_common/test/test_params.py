@@ -1,5 +1,7 @@
 """declare_parameter: descriptors reach the node, and ranges are enforced by rclpy itself."""
 
+import os
+
 import pytest
 import rclpy
 from rclpy.exceptions import InvalidParameterValueException
@@ -64,3 +66,18 @@ def test_range_needs_both_bounds_and_a_number(make_node):
         declare_parameter(node, "b", "text", "b", min_value=0, max_value=1)
     with pytest.raises(ValueError, match="int or float default"):
         declare_parameter(node, "c", True, "c", min_value=0, max_value=1)
+
+
+def test_small_message_profile_replaces_only_the_project_default(tmp_path, monkeypatch):
+    from rlstack_common import use_small_message_profile
+
+    (tmp_path / "fastdds_shm_only.xml").write_text("<dds/>")
+    (tmp_path / "fastdds_shm_small.xml").write_text("<dds/>")
+    monkeypatch.setenv("FASTDDS_DEFAULT_PROFILES_FILE", str(tmp_path / "fastdds_shm_only.xml"))
+    use_small_message_profile()
+    assert os.environ["FASTDDS_DEFAULT_PROFILES_FILE"] == str(tmp_path / "fastdds_shm_small.xml")
+
+    users_own = tmp_path / "my_profile.xml"
+    monkeypatch.setenv("FASTDDS_DEFAULT_PROFILES_FILE", str(users_own))
+    use_small_message_profile()
+    assert os.environ["FASTDDS_DEFAULT_PROFILES_FILE"] == str(users_own)
