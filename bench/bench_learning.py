@@ -6,13 +6,18 @@
 * ``train_fps``: PPO training steps per second (cart-pole and ball-on-plate configs,
   8 envs, ``torch.set_num_threads(1)``), collection + updates;
 * ``inference_us``: microseconds per single-observation call of a shipped bundle's policy,
-  onnxruntime (the deployed path) vs the same exported torch module.
+  onnxruntime (the deployed path) vs the same exported torch module;
+* ``ros_lockstep`` (skip with ``--no-ros``): env steps/s of the lockstep env over ROS
+  (a real ``sim_bridge`` process in lockstep mode on a private domain; ``verify=before``
+  = steps=0 sync then step, ``after`` = one call per step) next to the same env in
+  process (1 env), and PPO training fps over ROS vs in process with identical settings
+  (1 env, ``n_steps`` 256, the task config's other PPO hyperparameters).
 
 Best of a few repeats (shared 2-core machine). JSON on stdout, markdown table on stderr.
 
 Usage::
 
-    python bench/bench_learning.py [--quick]
+    python bench/bench_learning.py [--quick] [--no-ros] [--ros-only]
 """
 
 from __future__ import annotations
@@ -73,6 +78,104 @@ def train_fps(task: str, steps: int) -> float:
     return fps
 
 
+ROS_TASKS = {"cartpole": ("RlStack/CartPole-v0", "cartpole", 60.0),
+             "ball_plate": ("RlStack/BallPlate-v0", "ball_plate", 30.0)}
+
+
+class _RosBench:
+    """A lockstep bridge process on a private domain + a client node (context manager)."""
+
+    def __init__(self, scene: str, rate: float) -> None:
+        import tempfile
+        from pathlib import Path
+
+        from rlstack_testing.domain import lease_domain_id
+        from rlstack_testing.processes import ProcessGroup
+
+        self.lease = lease_domain_id()
+        self.group = ProcessGroup(self.lease.domain_id, Path(tempfile.mkdtemp(prefix="bench_learning_")))
+        self.group.start_node("rlstack_sim", "sim_bridge", params_file=os.path.join(REPO, "launch", "params", "sim_bridge.yaml"),
+                              params={"scene": scene, "mode": "lockstep", "camera_enabled": False, "control_rate_hz": rate,
+                                      "publish_rate_hz": rate, "ground_truth_rate_hz": rate})
+
+    def __enter__(self):
+        import rclpy
+
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context, domain_id=self.lease.domain_id)
+        self.node = rclpy.create_node("bench_learning_client", context=self.context)
+        return self
+
+    def env(self, env_id: str, verify: str = "before"):
+        from rlstack_learning.ros.lockstep_env import LockstepEnv
+
+        return LockstepEnv(env_id, self.node, verify=verify, timeout_s=30.0, discovery_timeout_s=60.0)
+
+    def __exit__(self, *exc):
+        import rclpy
+
+        self.node.destroy_node()
+        rclpy.shutdown(context=self.context)
+        self.group.stop_all()
+        self.lease.release()
+
+
+def _env_loop_rate(env, steps: int, repeats: int = 2) -> float:
+    rng = np.random.default_rng(0)
+    env.reset(seed=0)
+    best = 0.0
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            _, _, term, trunc, _ = env.step(rng.uniform(-0.3, 0.3, env.action_space.shape).astype(np.float32))
+            if term or trunc:
+                env.reset()
+        best = max(best, steps / (time.perf_counter() - t0))
+    return best
+
+
+def _ppo_1env(cfg, venv, steps: int) -> float:
+    from rlstack_learning.config import build_hyperparams
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    hp = build_hyperparams(cfg)
+    hp.update(n_steps=256, batch_size=min(hp.get("batch_size", 64), 256))
+    model = PPO(env=VecNormalize(venv), seed=0, device="cpu", **hp)
+    t0 = time.perf_counter()
+    model.learn(steps)
+    return model.num_timesteps / (time.perf_counter() - t0)
+
+
+def ros_lockstep(task: str, steps: int, train_steps: int) -> dict:
+    import gymnasium as gym
+    from stable_baselines3.common.monitor import Monitor
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from rlstack_learning.config import load
+
+    env_id, scene, rate = ROS_TASKS[task]
+    out = {}
+    local = gym.make(env_id)
+    out["in_process_env_steps_per_s"] = round(_env_loop_rate(local, steps))
+    local.close()
+    with _RosBench(scene, rate) as rb:
+        for verify in ("before", "after"):
+            env = rb.env(env_id, verify)
+            out[f"ros_env_steps_per_s_verify_{verify}"] = round(_env_loop_rate(env, steps))
+            out[f"late_commands_verify_{verify}"] = env.late_commands
+            out[f"sync_calls_verify_{verify}"] = env.sync_calls
+            env.close()
+        if train_steps:
+            cfg = load(os.path.join(REPO, "config", "train", f"{task}.yaml"), {"algo": "ppo", "randomize": False})
+            env = rb.env(env_id, "before")
+            out["ros_ppo_train_fps"] = round(_ppo_1env(cfg, DummyVecEnv([lambda: Monitor(env)]), train_steps))
+            env.close()
+            out["in_process_ppo_train_fps"] = round(_ppo_1env(cfg, DummyVecEnv([lambda: Monitor(gym.make(env_id))]),
+                                                              train_steps))
+    return out
+
+
 def _inference(bundle_dir: str, calls: int, run_dir_model: str = None) -> dict:
     import onnxruntime as ort
 
@@ -117,11 +220,17 @@ def _inference(bundle_dir: str, calls: int, run_dir_model: str = None) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--no-ros", action="store_true", help="skip the over-ROS lockstep measurements")
+    ap.add_argument("--ros-only", action="store_true", help="only the over-ROS lockstep measurements")
     a = ap.parse_args()
     steps = 300 if a.quick else 2000
     res = {"machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(), "torch": str(torch.__version__)},
-           "env_steps_per_s": {}, "train_fps": {}, "inference_us": {}}
-    for task, env_id in TASKS.items():
+           "env_steps_per_s": {}, "train_fps": {}, "inference_us": {}, "ros_lockstep": {}}
+    if not a.no_ros:
+        for task in ROS_TASKS:
+            res["ros_lockstep"][task] = ros_lockstep(task, 300 if a.quick else 2000,
+                                                     (1024 if a.quick else 4096) if task == "cartpole" else 0)
+    for task, env_id in ({} if a.ros_only else TASKS).items():
         rates = {f"{n}_envs": round(env_rate(env_id, n, max(50, steps // n))) for n in (1, 2, 8)}
         rates["2_envs_subproc"] = round(env_rate(env_id, 2, max(50, steps // 2), subproc=True))
         res["env_steps_per_s"][task] = rates
@@ -133,10 +242,17 @@ def main() -> int:
     print(file=sys.stdout)
     lines = ["| task | env steps/s 1 env | 2 envs | 8 envs | 2 envs subproc | PPO train fps | onnxruntime us | torch us | SB3 predict us |",
              "|---|---|---|---|---|---|---|---|---|"]
-    for task in TASKS:
+    for task in ({} if a.ros_only else TASKS):
         e, inf = res["env_steps_per_s"][task], res["inference_us"].get(task, {})
         lines.append(f"| {task} | {e['1_envs']} | {e['2_envs']} | {e['8_envs']} | {e['2_envs_subproc']} | "
                      f"{res['train_fps'][task]} | {inf.get('onnxruntime', '-')} | {inf.get('torch', '-')} | {inf.get('sb3_predict', '-')} |")
+    if res["ros_lockstep"]:
+        lines += ["", "| task (1 env) | in-process env steps/s | over ROS, verify=before | over ROS, verify=after | "
+                  "PPO fps in process | PPO fps over ROS |", "|---|---|---|---|---|---|"]
+        for task, r in res["ros_lockstep"].items():
+            lines.append(f"| {task} | {r['in_process_env_steps_per_s']} | {r['ros_env_steps_per_s_verify_before']} | "
+                         f"{r['ros_env_steps_per_s_verify_after']} (late commands: {r['late_commands_verify_after']}) | "
+                         f"{r.get('in_process_ppo_train_fps', '-')} | {r.get('ros_ppo_train_fps', '-')} |")
     print("\n".join(lines), file=sys.stderr)
     return 0
 

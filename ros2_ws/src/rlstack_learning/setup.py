@@ -14,7 +14,7 @@ setup(
     zip_safe=True,
     maintainer="rlstack developers",
     maintainer_email="dev@rlstack.invalid",
-    description="Gymnasium envs on sim_bridges, SB3 training CLI, ONNX policy bundles.",
+    description="Gymnasium envs on sim_bridges, SB3 training CLI, ONNX policy bundles, lockstep training node.",
     license="Apache-2.0",
     extras_require={"test": ["pytest"]},
     entry_points={
@@ -23,6 +23,7 @@ setup(
             "play = rlstack_learning.play:main",
             "export = rlstack_learning.export:main",
             "bundle = rlstack_learning.bundle:main",
+            "train_node = rlstack_learning.ros.train_node:main",
         ],
     },
 )

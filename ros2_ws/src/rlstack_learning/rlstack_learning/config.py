@@ -25,11 +25,12 @@ def algorithms() -> Dict[str, Any]:
     from sb3_contrib import TQC
     from stable_baselines3 import A2C, DQN, PPO, SAC, TD3
 
-    return {"ppo": PPO, "a2c": A2C, "sac": SAC, "td3": TD3, "dqn": DQN, "tqc": TQC}
+    # "bc": behaviour cloning (rlstack_learning.bc) into a SAC actor: saved/loaded/exported as SAC
+    return {"ppo": PPO, "a2c": A2C, "sac": SAC, "td3": TD3, "dqn": DQN, "tqc": TQC, "bc": SAC}
 
 
 DISCRETE_ONLY = {"dqn"}
-CONTINUOUS_ONLY = {"sac", "td3", "tqc"}
+CONTINUOUS_ONLY = {"sac", "td3", "tqc", "bc"}
 OFF_POLICY = {"sac", "td3", "dqn", "tqc"}
 
 #: top-level keys: name -> (type(s), required, check, description)
@@ -152,6 +153,13 @@ def validate(data: Dict[str, Any], source: str = "<dict>") -> TrainConfig:
             out["hyperparams"][algo] = hp = {}
         if not isinstance(hp, dict):
             _fail(source, f"hyperparams.{algo}", f"expected a mapping, got {type(hp).__name__}")
+        if algo == "bc":
+            from .bc import check_hyperparams as check_bc
+
+            bad = check_bc(hp)
+            if bad:
+                _fail(source, f"hyperparams.bc.{bad[0]}", bad[1])
+            continue
         _check_hyperparams(source, algo, algos[algo], hp)
     return TrainConfig(out, source)
 

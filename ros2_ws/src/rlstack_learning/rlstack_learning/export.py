@@ -103,7 +103,7 @@ Success: {ev['success_definition']}
 Domain randomisation at evaluation: `{dr['domain_randomization']}`.
 
 ## Training
-{prov['algorithm'].upper()}, {prov['timesteps']} steps, {prov['num_envs']} envs, seed {prov['seed']},
+{prov.get('method', '')}{prov['algorithm'].upper()}, {prov['timesteps']} steps, {prov['num_envs']} env{'s' if prov['num_envs'] != 1 else ''}, seed {prov['seed']},
 observation normalisation {'on (folded into ONNX)' if prov['normalize_obs'] else 'off'},
 domain randomisation in training: `{prov['train_randomization']}`.
 **Wall time from scratch: {prov['wall_time_s']:.0f} s** on {prov['machine']['cores']} cores ({prov['machine']['cpu']}),
@@ -112,8 +112,7 @@ Commit `{prov['commit']}`. Hyperparameters: `{hp}`.
 ONNX vs SB3 deterministic action: max |error| {prov['export_max_abs_error']:.2e} on 1000 random observations.
 
 ## Limitations
-- Simulation only; the ball-on-plate observation uses the simulator's ground-truth ball pose
-  (a real rig needs a perception topic with the same fields and comparable noise/latency).
+- {prov.get('limitations') or "Simulation only; the ball-on-plate observation uses the simulator's ground-truth ball pose (a real rig needs a perception topic with the same fields and comparable noise/latency)."}
 - Outside the trained start distribution (larger offsets, speeds or delays) behaviour is untested.
 - Failed evaluation seeds (nominal): {nom['failed_seeds'] or 'none'}; with randomisation: {dr['failed_seeds'] or 'none'}.
 """
@@ -158,6 +157,16 @@ def export_run(run_dir: str, dest: str, which: str = "best", episodes: int = 100
         "exported_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "export_max_abs_error": err, "run_dir": os.path.relpath(run_dir),
     }
+    if cfg["algo"] == "bc":
+        prov["num_envs"] = 1  # episodes are played one after another
+        prov["method"] = (
+            "Behaviour cloning from the scripted expert (`rlstack_learning.bc`): demonstrations with DART "
+            "action noise, regression of an SB3 SAC actor (deterministic tanh mean) onto the expert actions, "
+            "then DAgger rounds (the learner drives, the expert labels); 'steps' counts every env step "
+            f"collected (demonstrations + DAgger), {summary.get('samples', '?')} labelled samples. ")
+    lim = getattr(env_cls, "card_limitations", None)
+    if lim:
+        prov["limitations"] = lim
     with atomic.staged_dir(dest) as tmp:
         onnx_path = os.path.join(tmp, "policy.onnx")
         with open(onnx_path, "wb") as f:
@@ -169,8 +178,9 @@ def export_run(run_dir: str, dest: str, which: str = "best", episodes: int = 100
         randomized = evaluate_onnx(cfg["env_id"], onnx_path, episodes, randomize=True, progress=progress)
         ev = {
             "episodes": episodes, "seeds": nominal["seeds"],
-            "success_definition": f"the episode reaches its time limit ({env_cls.max_episode_steps} steps = "
-                                  f"{env_cls.max_episode_steps / env_cls.control_rate_hz:g} s) without failing",
+            "success_definition": getattr(env_cls, "success_definition", None) or (
+                f"the episode reaches its time limit ({env_cls.max_episode_steps} steps = "
+                f"{env_cls.max_episode_steps / env_cls.control_rate_hz:g} s) without failing"),
             "success_rate": nominal["success_rate"],
             "nominal": nominal, "randomized": randomized, "evaluated_file": "policy.onnx (onnxruntime)",
         }

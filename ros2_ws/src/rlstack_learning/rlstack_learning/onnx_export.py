@@ -57,7 +57,12 @@ class SquashedActor(nn.Module):  # SAC, TQC
         self.actor = policy.actor
 
     def forward(self, x):
-        return torch.clamp(self.actor(x, deterministic=True), -1.0, 1.0)
+        # tanh of the Gaussian mean = actor(x, deterministic=True), written out so the traced
+        # graph keeps a static action dimension (through the distribution object it is symbolic)
+        if getattr(self.actor, "use_sde", False):
+            return torch.clamp(self.actor(x, deterministic=True), -1.0, 1.0)
+        mean_actions, _, _ = self.actor.get_action_dist_params(x)
+        return torch.clamp(torch.tanh(mean_actions), -1.0, 1.0)
 
 
 class DeterministicActor(nn.Module):  # TD3, DDPG

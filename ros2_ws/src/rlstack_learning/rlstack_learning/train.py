@@ -152,8 +152,19 @@ def _callbacks(run_dir: str, cfg: TrainConfig, wall0: float, wall_before: float,
 
 # ---------------------------------------------------------------------------- main entry
 def train(cfg: TrainConfig, run_dir: str, resume: bool = False, progress: bool = True,
-          verbose: int = 0) -> Dict[str, Any]:
-    """Train (or resume) into ``run_dir``; returns a summary dict (also written to summary.yaml)."""
+          verbose: int = 0, venv_factory=None, extra_callbacks=()) -> Dict[str, Any]:
+    """Train (or resume) into ``run_dir``; returns a summary dict (also written to summary.yaml).
+
+    ``venv_factory(cfg, seed) -> VecEnv`` replaces the in-process envs (the training node
+    passes lockstep envs over ROS); ``extra_callbacks`` are SB3 callbacks (progress topic).
+    Validation episodes always run in-process.
+    """
+    if cfg.algo == "bc":  # demonstrations + behaviour cloning + DAgger (minutes): a resume starts over
+        from .bc import train_bc
+
+        if resume:
+            print(f"[train] resume {run_dir}: BC runs are not checkpointed; starting over", flush=True)
+        return train_bc(cfg, run_dir, progress=progress)
     import torch
     from stable_baselines3.common.vec_env import VecNormalize
 
@@ -173,7 +184,7 @@ def train(cfg: TrainConfig, run_dir: str, resume: bool = False, progress: bool =
 
     # the seed changes on resume so the resumed envs do not replay the first episodes
     seed = cfg["seed"] + (manifest["timesteps"] if manifest else 0)
-    venv = make_vec_env(cfg, seed)
+    venv = (venv_factory or make_vec_env)(cfg, seed)
     tb = os.path.join(run_dir, "tb")
     state = {"best": None, "streak": 0, "last_ckpt": 0, "last_eval": 0, "stopped_early": False}
     wall_before = 0.0
@@ -198,7 +209,7 @@ def train(cfg: TrainConfig, run_dir: str, resume: bool = False, progress: bool =
     t_learn = time.perf_counter()
     steps_before = model.num_timesteps
     if remaining > 0:
-        model.learn(total_timesteps=remaining, callback=callback, progress_bar=progress,
+        model.learn(total_timesteps=remaining, callback=[callback, *extra_callbacks], progress_bar=progress,
                     reset_num_timesteps=not ckpt, tb_log_name="run")
     learn_s = time.perf_counter() - t_learn
     vecnorm = model.get_vec_normalize_env()

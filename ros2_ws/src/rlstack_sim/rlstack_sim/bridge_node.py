@@ -234,6 +234,7 @@ class SimBridge(Node):
         self.limiter.reset()
         self.watchdog.reset()
         self.steps = 0  # control steps since the last reset
+        self.commands_received = 0  # accepted command messages since the last reset (SimStep answer)
         self.next_due = {"clock": 0, "state": 0, "ground_truth": 0, "camera": 0}
         self._rt_anchor = time.monotonic()
         self._rt_done = 0
@@ -427,6 +428,7 @@ class SimBridge(Node):
         except (CommandRejected, ValueError, NotImplementedError) as exc:
             self._reject(channel, exc)
             return
+        self.commands_received += 1
         if watchdog_channel is not None:
             self.watchdog.feed(watchdog_channel, self._cmd_now())
 
@@ -506,14 +508,13 @@ class SimBridge(Node):
         if self.paused:
             response.success, response.message = False, "paused (call ~/pause with data=false)"
             return response
-        if request.steps < 1:
-            response.success, response.message = False, "steps must be at least 1"
-            return response
-        self._run_steps(int(request.steps), publish_inside=self.camera_in_lockstep)
-        self._publish_due()
+        if request.steps > 0:  # steps = 0: advance nothing, just report (lockstep clients sync on the counter)
+            self._run_steps(int(request.steps), publish_inside=self.camera_in_lockstep)
+            self._publish_due()
         self.step_calls += 1
         self.meters["step_calls"].tick()
         response.success = True
+        response.commands_received = self.commands_received
         response.sim_time = convert.time_msg(self.sim.sim_time)
         if self.sim.joint_names:
             response.joint_state = self._joint_state_msg()

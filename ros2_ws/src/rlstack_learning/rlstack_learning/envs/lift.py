@@ -3,16 +3,17 @@
 The scene places the cubes at seeded random positions and yaws (+-45 deg). Actions are
 end-effector position deltas (arm base frame, through the backend's IK, gripper kept
 pointing down) plus a gripper command (open when > 0). Success (terminates the episode):
-the red cube's centre is ``LIFT_HEIGHT`` above its resting height. Truncated after 100
-steps (5 s at 20 Hz).
+the red cube's centre has stayed at least ``LIFT_HEIGHT`` (10 cm) above its resting height
+for ``HOLD_STEPS`` consecutive control steps (2 s). Truncated after 160 steps (8 s at 20 Hz).
 
 Observation (11): grasp-point position (forward kinematics of ``/joint_states``, as a
 ``robot_state_publisher`` would publish on ``/tf``), finger opening, cube position and yaw
 (as sin/cos of 4 x yaw: a cube looks the same every 90 deg) from the bridge's ground truth
 (or a perception topic), and the cube-to-grasp-point offset.
 
-``scripted_expert(env)`` is a state-machine baseline (approach above, descend, close, lift).
-Training a lift policy is not part of this round.
+``scripted_expert(env)`` is a state-machine baseline (approach above, descend, close, lift to
+``HOLD_HEIGHT`` and hold). It provides the demonstrations of the behaviour-cloned policy
+(``rlstack_learning.bc``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ from .base import SimTaskEnv
 
 CUBE = "red_cube"
 LIFT_HEIGHT = 0.10
+#: consecutive control steps the cube must stay >= LIFT_HEIGHT up (2 s at 20 Hz)
+HOLD_STEPS = 40
+#: the expert lifts the cube this far above its resting height, then holds it there
+HOLD_HEIGHT = 0.14
 MAX_DELTA = 0.015  # m per control step
 _GT = Source("/sim_ground_truth/poses", "geometry_msgs/msg/PoseArray", "poses[].position", key=CUBE)
 _FK = "forward kinematics of /joint_states (robot_state_publisher -> /tf panda_link0 -> panda_grasptarget)"
@@ -48,7 +53,7 @@ class PandaLiftEnv(SimTaskEnv):
     env_id = "RlStack/PandaLift-v0"
     scene = "panda_table"
     control_rate_hz = 20.0
-    max_episode_steps = 100
+    max_episode_steps = 160
     camera = "front_camera"
     obs_terms = (
         ObsTerm("ee_x", "m", "world", _ee("x"), noise_std=0.001, description="grasp point x"),
@@ -82,6 +87,17 @@ class PandaLiftEnv(SimTaskEnv):
     )
     default_randomization = DomainRandomization(
         mass_scale=(0.7, 1.3), friction_scale=(0.8, 1.2), action_delay_steps=(0, 1), obs_noise_scale=1.0)
+    success_definition = (f"the red cube's centre stays at least {LIFT_HEIGHT * 100:g} cm above its resting height "
+                          f"for {HOLD_STEPS} consecutive control steps ({HOLD_STEPS / 20:g} s) within "
+                          f"160 steps (8 s); cube start uniform over x in [-0.05, 0.25] m, y in [-0.25, 0.25] m "
+                          f"(30 x 50 cm, 9 cm apart from the two other cubes) with yaw uniform in +-45 deg "
+                          f"(all yaws, by the cube's 90-deg symmetry)")
+    card_limitations = (
+        "Simulation only; the cube pose comes from the simulator's ground truth (a real rig needs a perception "
+        "topic with the same fields) and the grasp point from forward kinematics (/tf). The contract's end-effector "
+        "deltas keep a fixed gripper yaw, so cubes near 45 deg are grasped on their corners. The policy imitates a "
+        "scripted expert: it is no better than the expert and inherits its behaviour (one grasp attempt, re-tries "
+        "only if the cube is far from the hand).")
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -105,6 +121,7 @@ class PandaLiftEnv(SimTaskEnv):
 
     def _task_reset(self, rng) -> None:
         self._gripper_open = None
+        self._held = 0
 
     def ee_position(self) -> np.ndarray:
         return self.dynamics.link_position(self._panda, "panda_grasptarget")
@@ -123,16 +140,22 @@ class PandaLiftEnv(SimTaskEnv):
     def _reward_terminated(self, raw, command):
         dist, target_dz, cube_z = raw[10], raw[9], raw[6]
         lifted = cube_z - self._rest_z
-        success = bool(target_dz <= 0.0)
-        reward = -dist + (0.5 if dist < 0.02 else 0.0) + 5.0 * max(0.0, lifted) + (10.0 if success else 0.0)
-        return reward, success, {"is_success": success, "lifted": float(lifted)}
+        up = bool(target_dz <= 0.0)
+        self._held = self._held + 1 if up else 0
+        success = self._held >= HOLD_STEPS
+        reward = (-dist + (0.5 if dist < 0.02 else 0.0) + 5.0 * min(max(0.0, lifted), LIFT_HEIGHT)
+                  + (1.0 if up else 0.0) + (10.0 if success else 0.0))
+        return reward, success, {"is_success": success, "lifted": float(lifted), "held_steps": self._held}
 
 
 def scripted_expert(env: PandaLiftEnv):
     """A state machine on the observation: returns ``policy(obs) -> action``.
 
     Phases: move 6 cm above the cube with the gripper open; descend to the cube centre;
-    close for 8 steps; lift straight up. Fixed gripper yaw (the contract's IK keeps the
+    close for 8 steps; lift straight up until the cube is ``HOLD_HEIGHT`` above its resting
+    height, then hold it there. If the cube is more than 4 cm from the grasp point while
+    closing or lifting (missed or dropped), it starts over: so it can also label the states
+    a learner visits (DAgger). Fixed gripper yaw (the contract's IK keeps the
     gripper orientation), so cubes near 45 deg yaw are grasped on their corners.
     """
     state = {"phase": "approach", "t": 0}
@@ -142,21 +165,26 @@ def scripted_expert(env: PandaLiftEnv):
         if env.steps == 0:
             state.update(phase="approach", t=0)
         target, grip = ee, 1.0
+        if state["phase"] in ("close", "lift") and float(obs[10]) > 0.04:
+            state.update(phase="approach", t=0)  # the cube is not in the hand (missed or dropped): retry
         if state["phase"] == "approach":
             target = cube + [0.0, 0.0, 0.06]
             if np.linalg.norm(target - ee) < 0.01:
                 state["phase"] = "descend"
         if state["phase"] == "descend":
-            target = cube + [0.0, 0.0, 0.005]
-            if abs(ee[2] - target[2]) < 0.006 and np.linalg.norm((target - ee)[:2]) < 0.008:
+            # aim 1 cm below the grasp height so the commanded step stays large until the close
+            # condition holds: the arm barely moves for steps under ~2 mm, and a cloned policy
+            # must not learn a near-zero action just above the cube (a fixed point)
+            target = cube + [0.0, 0.0, -0.01]
+            if ee[2] - cube[2] < 0.008 and np.linalg.norm((cube - ee)[:2]) < 0.008:
                 state.update(phase="close", t=0)
         if state["phase"] == "close":
             target, grip = ee, -1.0
             state["t"] += 1
             if state["t"] >= 8:
                 state["phase"] = "lift"
-        if state["phase"] == "lift":
-            target, grip = ee + [0.0, 0.0, 0.05], -1.0
+        if state["phase"] == "lift":  # obs[9] = height still to go to LIFT_HEIGHT
+            target, grip = ee + [0.0, 0.0, float(obs[9]) + (HOLD_HEIGHT - LIFT_HEIGHT)], -1.0
         a = np.clip((target - ee) / MAX_DELTA, -1.0, 1.0)
         return np.array([*a, grip], dtype=np.float32)
 

@@ -1,0 +1,270 @@
+"""A Gymnasium env whose every step goes through a lockstep ``sim_bridge`` over ROS 2.
+
+The deployment topics feed training: ``step(action)`` turns the action into the task's
+command (``io.yaml`` semantics), publishes it on the action term's topic(s), makes sure
+the bridge has accepted it, calls ``/sim_bridge/step`` (one control step), then assembles
+the observation from the observation terms' topics, waiting for the messages stamped with
+the post-step sim time, exactly as a policy node would read them. Reward, termination and
+success use the task's own hooks on the raw observation.
+
+Lockstep ordering (a topic message and a service request travel on different DDS
+entities, so "published before the call" does not imply "processed before the step"):
+the bridge counts accepted command messages (``SimStep.Response.commands_received``, reset
+to 0 by ``~/reset``). The env counts what it published.
+
+* ``verify="before"`` (default, guaranteed): after publishing, call ``step`` with
+  ``steps=0`` (advance nothing, report the counter) until the bridge reports every
+  published command, then call ``step`` with ``steps=1``. Two round trips per step;
+  bounded by ``sync_timeout_s``, then :class:`LockstepError`.
+* ``verify="after"`` (one round trip): call ``steps=1`` at once; the single-threaded
+  bridge reads the counter after stepping with no callback in between, so the response
+  tells exactly whether the command applied to this step. A late command is counted in
+  ``late_commands`` (and ``info["late_command"]``), not prevented.
+
+Observations stamped with the post-step sim time: every observation topic's newest
+message must carry ``response.sim_time`` (bounded by ``timeout_s``). The bridge must
+publish them every control step: ``publish_rate_hz`` >= and ``ground_truth_rate_hz`` ==
+the task's control rate, and ``control_rate_hz`` equal to it (checked from the first step).
+
+Limits: tasks whose terms :mod:`rlstack_learning.ros.io` can read (cart-pole, ball-on-plate;
+not lift yet). No domain randomisation over ROS (masses and friction need the simulator;
+the ball of ball-on-plate starts at rest instead of rolling). ``reset(seed=s)`` resets the
+bridge with seed ``s``: the same initial state as the in-process env's episode ``s``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Dict, List, Optional, Union
+
+import gymnasium as gym
+import numpy as np
+
+from ..envs import ENVS, TRAIN_SEED_LIMIT
+from .io import MARKER_ARRAY, ActWriter, ObsReader, stamp_ns
+
+
+class LockstepError(RuntimeError):
+    pass
+
+
+def _msg_class(type_name: str):
+    """``pkg/msg/Name`` -> the message class (rosidl_runtime_py is not in the wheels)."""
+    import importlib
+
+    pkg, kind, name = type_name.split("/")
+    return getattr(importlib.import_module(f"{pkg}.{kind}"), name)
+
+
+def make_executor(context):
+    import os
+
+    if os.environ.get("RLSTACK_EXECUTOR", "events") == "single":
+        from rclpy.executors import SingleThreadedExecutor
+
+        return SingleThreadedExecutor(context=context)
+    from rclpy.experimental import EventsExecutor
+
+    return EventsExecutor(context=context)
+
+
+class LockstepEnv(gym.Env):
+    metadata = {"render_modes": []}
+
+    def __init__(self, task: Union[str, type], node, executor=None, bridge: str = "/sim_bridge",
+                 verify: str = "before", timeout_s: float = 10.0, sync_timeout_s: float = 2.0,
+                 discovery_timeout_s: float = 30.0, randomize: Any = False) -> None:
+        super().__init__()
+        from rclpy.qos import qos_profile_system_default
+
+        from rlstack_interfaces.srv import ResetSim, SimStep
+
+        cls = ENVS[task] if isinstance(task, str) else task
+        if randomize:
+            raise ValueError("domain randomisation is not available over ROS (masses/friction need the simulator)")
+        if verify not in ("before", "after"):
+            raise ValueError(f"verify must be 'before' or 'after', got {verify!r}")
+        self.task_cls = cls
+        self.node = node
+        self.own_executor = executor is None
+        self.executor = executor or make_executor(node.context)
+        if self.own_executor:
+            self.executor.add_node(node)
+        self.verify, self.timeout_s, self.sync_timeout_s = verify, float(timeout_s), float(sync_timeout_s)
+        self.spec_max_steps = cls.max_episode_steps
+        # a sim-free instance of the task: its reward/termination hooks and action mapping
+        self.task = object.__new__(cls)
+        self.reader = ObsReader(cls.obs_terms, cls.control_rate_hz)
+        self.writer = ActWriter(cls.act_terms)
+        self.period_ns = int(round(1e9 / cls.control_rate_hz))
+        self._obs_scale = np.array([t.scale for t in cls.obs_terms], dtype=np.float64)
+        self.observation_space = gym.spaces.Box(-np.inf, np.inf, shape=(len(cls.obs_terms),), dtype=np.float32)
+        self.action_space = (gym.spaces.Discrete(len(cls.act_terms[0].choices)) if cls.discrete
+                             else gym.spaces.Box(-1.0, 1.0, shape=(len(cls.act_terms),), dtype=np.float32))
+
+        self._latest: Dict[str, Any] = {}
+        self._names: Dict[str, List[str]] = {}
+        self._subs = [node.create_subscription(_msg_class(t), topic, self._store(topic), 10)
+                      for topic, t in self.reader.topic_types.items()]
+        self._marker_topics = {}
+        for topic in self.reader.pose_topics:  # object names of a PoseArray: MarkerArray ns, same order
+            mt = topic.rsplit("/", 1)[0] + "/markers"
+            self._marker_topics[mt] = topic
+            self._subs.append(node.create_subscription(_msg_class(MARKER_ARRAY), mt, self._store_names(topic), 10))
+        self._classes = {topic: _msg_class(t) for topic, t in self.writer.topics.items()}
+        self._pubs = {topic: node.create_publisher(self._classes[topic], topic, 10) for topic in self.writer.topics}
+        self._step_cli = node.create_client(SimStep, f"{bridge}/step", qos_profile=qos_profile_system_default)
+        self._reset_cli = node.create_client(ResetSim, f"{bridge}/reset", qos_profile=qos_profile_system_default)
+        self._SimStep, self._ResetSim = SimStep, ResetSim
+
+        self.published = 0
+        self.sync_calls = 0
+        self.late_commands = 0
+        self.steps = 0
+        self.episode_seed: Optional[int] = None
+        self._sim_ns = 0
+        self._wait_discovery(discovery_timeout_s)
+
+    # ------------------------------------------------------------ ROS plumbing
+    def _store(self, topic):
+        def cb(msg):
+            self._latest[topic] = msg
+        return cb
+
+    def _store_names(self, pose_topic):
+        def cb(msg):
+            self._names[pose_topic] = [m.ns for m in msg.markers]
+        return cb
+
+    def _spin_until(self, predicate, timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise LockstepError(f"timed out after {timeout:g} s waiting for {what}")
+            self.executor.spin_once(timeout_sec=min(0.1, remaining))
+
+    def _wait_discovery(self, timeout: float) -> None:
+        n = self.node
+        self._spin_until(lambda: self._step_cli.service_is_ready() and self._reset_cli.service_is_ready(),
+                         timeout, "the bridge's step and reset services (is a sim_bridge in lockstep mode running?)")
+        for topic, pub in self._pubs.items():
+            self._spin_until(lambda p=pub: p.get_subscription_count() >= 1, timeout, f"the bridge to subscribe {topic}")
+        for topic in list(self.reader.topic_types) + list(self._marker_topics):
+            self._spin_until(lambda t=topic: n.count_publishers(t) >= 1, timeout, f"a publisher of {topic}")
+        self._discovered_at = time.monotonic()
+        self._discovery_timeout = timeout
+
+    def _call(self, client, request, what: str):
+        fut = client.call_async(request)
+        self._spin_until(fut.done, self.timeout_s, f"the response of {what}")
+        if fut.exception() is not None:
+            raise fut.exception()
+        return fut.result()
+
+    def _step_call(self, steps: int):
+        r = self._call(self._step_cli, self._SimStep.Request(steps=steps), "the bridge's step service")
+        if not r.success:
+            raise LockstepError(f"bridge refused step({steps}): {r.message}")
+        return r
+
+    def _wait_obs(self, target_ns: int, what: str) -> None:
+        topics = list(self.reader.topic_types)
+
+        def ready():
+            return all(t in self._latest and stamp_ns(self._latest[t].header.stamp) == target_ns for t in topics) and \
+                all(p in self._names for p in self.reader.pose_topics)
+        try:
+            self._spin_until(ready, self.timeout_s, what)
+        except LockstepError as exc:
+            got = {t: (stamp_ns(self._latest[t].header.stamp) if t in self._latest else None) for t in topics}
+            raise LockstepError(f"{exc}: wanted every observation stamped {target_ns} ns, newest stamps {got}. "
+                                f"The bridge must publish them every control step (publish_rate_hz and "
+                                f"ground_truth_rate_hz = {self.task_cls.control_rate_hz:g})") from None
+
+    def _raw(self) -> np.ndarray:
+        raw = self.reader.read(self._latest, self._names)
+        z = self.reader.pose_z(self._latest, self._names) if self._names else None
+        if z is not None:
+            self.task._z = z  # ball-on-plate's "fell through" check
+        return raw
+
+    # ------------------------------------------------------------ gym API
+    def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None):
+        super().reset(seed=seed)
+        episode_seed = int(seed) if seed is not None else int(self.np_random.integers(0, TRAIN_SEED_LIMIT))
+        self.episode_seed = episode_seed
+        self._latest.clear()
+        r = self._call(self._reset_cli, self._ResetSim.Request(seed=episode_seed, scene=self.task_cls.scene),
+                       "the bridge's reset service")
+        if not r.success:
+            raise LockstepError(f"bridge reset failed: {r.message}")
+        self.published = 0  # the bridge's counter restarts at 0 on reset
+        self._sim_ns = stamp_ns(r.sim_time)
+        try:
+            self._wait_obs(self._sim_ns, "the observation after reset")
+        except LockstepError:
+            # The bridge publishes ground truth only to matched subscribers: right after start-up
+            # it may not have matched ours yet. Reset again (same seed) while discovery settles.
+            if time.monotonic() - self._discovered_at > self._discovery_timeout:
+                raise
+            return self.reset(seed=episode_seed, options=options)
+        self.reader.reset()
+        self.steps = 0
+        return self._observe(self._raw()), {"episode_seed": episode_seed, "randomization": {}}
+
+    def step(self, action):
+        command = self.task.action_to_command(action)
+        for topic, msg in self.writer.messages(command, self._classes).items():
+            self._pubs[topic].publish(msg)
+            self.published += 1
+        late = False
+        if self.verify == "before":
+            deadline = time.monotonic() + self.sync_timeout_s
+            while self._step_call(0).commands_received < self.published:
+                self.sync_calls += 1
+                if time.monotonic() > deadline:
+                    raise LockstepError(
+                        f"the bridge reports fewer accepted commands than the {self.published} published since reset "
+                        f"after {self.sync_timeout_s:g} s (a command rejected as invalid, or a second publisher?)")
+            r = self._step_call(1)
+        else:
+            r = self._step_call(1)
+            late = r.commands_received < self.published
+            if late:
+                self.late_commands += 1
+        if r.commands_received > self.published:
+            raise LockstepError(f"the bridge accepted {r.commands_received} commands but this env published "
+                                f"{self.published}: another node publishes on the action topics")
+        target = stamp_ns(r.sim_time)
+        if abs(target - self._sim_ns - self.period_ns) > 1:  # 1 ns: rounding of the stamps
+            raise LockstepError(f"one step advanced sim time by {target - self._sim_ns} ns, expected {self.period_ns} "
+                                f"(set the bridge's control_rate_hz to {self.task_cls.control_rate_hz:g})")
+        self._sim_ns = target
+        self._wait_obs(target, "the observation stamped with the post-step sim time")
+        self.steps += 1
+        raw = self._raw()
+        reward, terminated, info = self.task._reward_terminated(raw, command)
+        truncated = not terminated and self.steps >= self.task_cls.max_episode_steps
+        if terminated or truncated:
+            info.setdefault("is_success", bool(truncated))
+        if late:
+            info["late_command"] = True
+        return self._observe(raw), float(reward), bool(terminated), bool(truncated), info
+
+    def _observe(self, raw: np.ndarray) -> np.ndarray:
+        return (raw * self._obs_scale).astype(np.float32)
+
+    def close(self) -> None:
+        for s in getattr(self, "_subs", []):
+            self.node.destroy_subscription(s)
+        for p in getattr(self, "_pubs", {}).values():
+            self.node.destroy_publisher(p)
+        for c in (getattr(self, "_step_cli", None), getattr(self, "_reset_cli", None)):
+            if c is not None:
+                self.node.destroy_client(c)
+        self._subs, self._pubs = [], {}
+        self._step_cli = self._reset_cli = None
+        if self.own_executor and self.executor is not None:
+            self.executor.remove_node(self.node)
+            self.executor = None

@@ -1,0 +1,208 @@
+"""``train_node``: train a task through a lockstep sim_bridge over ROS 2, publish progress, write a bundle.
+
+A thin rclpy adapter around :func:`rlstack_learning.train.train`: the environments are
+:class:`~rlstack_learning.ros.lockstep_env.LockstepEnv` (one per bridge: ``bridges``),
+progress goes out as JSON on ``~/progress`` (``std_msgs/String``), and at the end the best
+model is exported to a bundle (``bundle_dir``; its evaluation runs in-process).
+
+    ros2 run rlstack_learning train_node --ros-args --params-file launch/params/train_node.yaml \\
+        -p task:=cartpole -p total_timesteps:=20000 -p bundle_dir:=out/policies/cartpole_ros
+
+Progress message (one JSON object per ``progress_period_s`` of wall time, plus phase changes)::
+
+    {"phase": "training", "timesteps": 4096, "total_timesteps": 20000, "fps": 610.2,
+     "episodes": 37, "mean_return_10": 88.1, "success_rate_10": 0.0, "wall_time_s": 6.7,
+     "run_dir": "...", "late_commands": 0, "sync_calls": 0}
+
+``phase``: ``started`` -> ``training`` ... -> ``exporting`` -> ``done`` (with ``bundle`` and
+``evaluation``) or ``failed`` (with ``error``). The node exits when the job is done
+(exit code 0; 1 on failure; 2 on bad parameters).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import sys
+import time
+from typing import Any, Dict, List, Optional
+
+import rclpy
+from rclpy.node import Node
+from std_msgs.msg import String
+
+from rlstack_common import declare_parameter
+
+from ..config import ConfigError, load
+from .lockstep_env import LockstepEnv, make_executor
+
+
+class TrainNode(Node):
+    def __init__(self) -> None:
+        super().__init__("train_node")
+        d = lambda *a, **k: declare_parameter(self, *a, **k)  # noqa: E731
+        self.task = d("task", "cartpole", "Training config: config/train/<task>.yaml (or a path to one)")
+        self.algo = d("algo", "", "Algorithm override (empty: the config's)")
+        self.total_timesteps = d("total_timesteps", 0, "Step budget override (0: the config's)",
+                                 min_value=0, max_value=2**31 - 1)
+        self.seed = d("seed", -1, "Seed override (-1: the config's)", min_value=-1, max_value=2**31 - 1)
+        self.eval_freq = d("eval_freq", 0, "Validation every N steps, in-process (0: the config's)",
+                           min_value=0, max_value=2**31 - 1)
+        self.bridges = d("bridges", ["/sim_bridge"], "Lockstep bridges, one env each (their ~/step, ~/reset)")
+        self.verify = d("verify", "before", "Command ordering check: before (steps=0 sync, exact) or after "
+                        "(one call, late commands counted)", constraints="one of: before, after")
+        self.timeout_s = d("timeout_s", 10.0, "Longest wait for a service answer or an observation, s",
+                           min_value=0.1, max_value=600.0)
+        self.out_dir = d("out_dir", os.path.join("out", "train_ros"), "Output root of run folders")
+        self.run_name = d("run", "", "Run folder name (empty: <algo>_ros_s<seed>_<time>)")
+        self.bundle_dir = d("bundle_dir", "", "Export the best model to this bundle folder (empty: no export)")
+        self.export_episodes = d("export_episodes", 100, "Evaluation episodes per condition in the bundle",
+                                 min_value=1, max_value=100000)
+        self.progress_period_s = d("progress_period_s", 1.0, "Progress message period, s of wall time",
+                                   min_value=0.01, max_value=3600.0)
+        self.show_progress = d("progress_bar", False, "Also show the tqdm/rich progress bar on stdout")
+        if self.verify not in ("before", "after"):
+            raise ConfigError(f"verify must be 'before' or 'after', got {self.verify!r}")
+        qos = rclpy.qos.QoSProfile(depth=100, reliability=rclpy.qos.ReliabilityPolicy.RELIABLE,
+                                   durability=rclpy.qos.DurabilityPolicy.TRANSIENT_LOCAL)
+        self.progress_pub = self.create_publisher(String, "~/progress", qos)
+        self.envs: List[LockstepEnv] = []
+
+    def publish(self, **fields: Any) -> None:
+        self.progress_pub.publish(String(data=json.dumps(fields)))
+
+    # ------------------------------------------------------------------ the job
+    def run(self) -> int:
+        overrides = {"algo": self.algo or None, "total_timesteps": self.total_timesteps or None,
+                     "seed": self.seed if self.seed >= 0 else None, "eval_freq": self.eval_freq or None,
+                     "num_envs": len(self.bridges), "randomize": False, "vec_env": "dummy"}
+        cfg = load(self.task, overrides)
+        run = self.run_name or f"{cfg.algo}_ros_s{cfg['seed']}_{time.strftime('%Y%m%d-%H%M%S')}"
+        run_dir = os.path.join(self.out_dir, cfg["task"], run)
+        if os.path.exists(os.path.join(run_dir, "config.yaml")):
+            raise ConfigError(f"run folder {run_dir} exists; choose another 'run'")
+        executor = make_executor(self.context)
+        executor.add_node(self)
+        self.publish(phase="started", task=cfg["task"], algo=cfg.algo, total_timesteps=cfg["total_timesteps"],
+                     bridges=list(self.bridges), run_dir=run_dir)
+        self.get_logger().info(f"training {cfg['task']} with {cfg.algo.upper()} over ROS in lockstep on "
+                               f"{', '.join(self.bridges)} -> {run_dir}")
+
+        def venv_factory(c, seed):
+            from stable_baselines3.common.monitor import Monitor
+            from stable_baselines3.common.vec_env import DummyVecEnv
+
+            def make(bridge):
+                def thunk():
+                    env = LockstepEnv(c["env_id"], self, executor=executor, bridge=bridge, verify=self.verify,
+                                      timeout_s=self.timeout_s)
+                    self.envs.append(env)
+                    return Monitor(env)
+                return thunk
+            venv = DummyVecEnv([make(b) for b in self.bridges])
+            venv.seed(seed)
+            return venv
+
+        from ..train import train
+
+        summary = train(cfg, run_dir, progress=self.show_progress, venv_factory=venv_factory,
+                        extra_callbacks=[self._progress_callback(cfg, run_dir)])
+        late = sum(e.late_commands for e in self.envs)
+        syncs = sum(e.sync_calls for e in self.envs)
+        self.publish(phase="trained", **{k: summary[k] for k in ("timesteps", "wall_time_s", "fps_this_session")},
+                     late_commands=late, sync_calls=syncs, run_dir=run_dir)
+        result: Dict[str, Any] = {"phase": "done", "run_dir": run_dir, "timesteps": summary["timesteps"],
+                                  "wall_time_s": summary["wall_time_s"], "fps": summary["fps_this_session"],
+                                  "late_commands": late, "sync_calls": syncs}
+        if self.bundle_dir:
+            self.publish(phase="exporting", bundle=self.bundle_dir)
+            from ..export import export_run
+
+            ev = export_run(run_dir, self.bundle_dir, episodes=self.export_episodes, progress=False,
+                            bundle_name=os.path.basename(os.path.normpath(self.bundle_dir)))
+            result.update(bundle=self.bundle_dir, evaluation={
+                "nominal_success_rate": ev["nominal"]["success_rate"],
+                "randomized_success_rate": ev["randomized"]["success_rate"], "episodes": ev["episodes"]})
+        for env in self.envs:
+            env.close()
+        self.publish(**result)
+        # let late joiners (transient local) and the executor deliver the last messages
+        end = time.monotonic() + 0.5
+        while time.monotonic() < end:
+            executor.spin_once(timeout_sec=0.05)
+        self.get_logger().info(f"done: {json.dumps(result)}")
+        return 0
+
+    def _progress_callback(self, cfg, run_dir: str):
+        from stable_baselines3.common.callbacks import BaseCallback
+
+        node = self
+
+        class Progress(BaseCallback):
+            def _on_training_start(self) -> None:
+                self.t0 = time.perf_counter()
+                self.n0 = self.num_timesteps
+                self.last = 0.0
+                self.returns: collections.deque = collections.deque(maxlen=10)
+                self.successes: collections.deque = collections.deque(maxlen=10)
+                self.episodes = 0
+
+            def _on_step(self) -> bool:
+                for info, done in zip(self.locals.get("infos", []), self.locals.get("dones", [])):
+                    if done and "episode" in info:
+                        self.episodes += 1
+                        self.returns.append(float(info["episode"]["r"]))
+                        self.successes.append(float(bool(info.get("is_success", False))))
+                now = time.perf_counter()
+                if now - self.last >= node.progress_period_s:
+                    self.last = now
+                    self.publish(now)
+                return True
+
+            def publish(self, now: float) -> None:
+                el = max(now - self.t0, 1e-9)
+                node.publish(
+                    phase="training", timesteps=int(self.num_timesteps), total_timesteps=cfg["total_timesteps"],
+                    fps=round((self.num_timesteps - self.n0) / el, 1), episodes=self.episodes,
+                    mean_return_10=round(sum(self.returns) / len(self.returns), 3) if self.returns else None,
+                    success_rate_10=round(sum(self.successes) / len(self.successes), 3) if self.successes else None,
+                    wall_time_s=round(el, 2), run_dir=run_dir,
+                    late_commands=sum(e.late_commands for e in node.envs),
+                    sync_calls=sum(e.sync_calls for e in node.envs))
+
+            def _on_training_end(self) -> None:
+                self.publish(time.perf_counter())
+
+        return Progress()
+
+
+def main(args: Optional[List[str]] = None) -> int:
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = TrainNode()
+        return node.run()
+    except ConfigError as exc:
+        print(f"train_node: error: {exc}", file=sys.stderr)
+        return 2
+    except rclpy.exceptions.ParameterException as exc:
+        print(f"train_node: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # noqa: BLE001 - report on the topic, then fail
+        if node is not None:
+            try:
+                node.publish(phase="failed", error=f"{type(exc).__name__}: {exc}")
+            except Exception:  # noqa: BLE001
+                pass
+        raise
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
