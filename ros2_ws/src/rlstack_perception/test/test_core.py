@@ -1,0 +1,139 @@
+"""Unit tests of the pure cores on analytic frames (no ROS, no simulator)."""
+
+import json
+
+import numpy as np
+import pytest
+
+from synthetic import render
+
+from rlstack_perception.frame import Frame, FrameError
+from rlstack_perception.localise import localise, surface_centroid
+from rlstack_perception.segment import (DepthPlaneSegmenter, FilterConfig, Segment, filter_segments,
+                                        height_above_support, support_levels)
+from rlstack_perception.semantic_map import CorruptMapFile, Detection, MapConfig, SemanticMapCore
+from rlstack_perception.tf_buffer import TfBuffer
+
+BOXES = [((0.0, 0.0, 0.05), (0.1, 0.1, 0.1), (255, 0, 0)), ((0.1, 0.4, 0.04), (0.08, 0.08, 0.08), (0, 0, 255))]
+
+
+def test_support_plane_segmentation_and_robust_localisation():
+    f = render(BOXES)
+    pts, valid = f.points_world()
+    levels = support_levels(pts, valid)
+    assert len(levels) >= 1 and abs(levels[0]) < 0.005
+    segs = DepthPlaneSegmenter().segment(f, pts, valid, levels)
+    kept, _ = filter_segments(segs, valid, FilterConfig(min_area=20))
+    assert len(kept) == 2
+    _, base = height_above_support(pts, levels)
+    for centre, size, _ in BOXES:
+        s = min(kept, key=lambda s: np.linalg.norm(np.nanmean(pts[s.mask], 0)[:2] - centre[:2]))
+        loc = localise(pts[s.mask], f.camera_position, float(np.nanmedian(base[s.mask])), pixel_size=1.3 / f.fx)
+        naive = surface_centroid(pts[s.mask])
+        err = np.linalg.norm(loc.centre - centre)
+        assert err < 0.012, (loc.centre, centre)
+        assert err < np.linalg.norm(naive - centre)  # better than the visible-surface centroid
+        assert abs(loc.size[2] - size[2]) < 0.01
+
+
+def test_frame_validation_kinds():
+    f = render(BOXES)
+    f.validate()
+    bad = Frame(f.rgb[:-1], f.depth, f.fx, f.fy, f.cx, f.cy, f.rotation, f.translation)
+    with pytest.raises(FrameError) as e:
+        bad.validate()
+    assert e.value.kind == "size_mismatch"
+    nan = Frame(f.rgb, np.full_like(f.depth, np.nan), f.fx, f.fy, f.cx, f.cy, f.rotation, f.translation)
+    with pytest.raises(FrameError) as e:
+        nan.validate()
+    assert e.value.kind == "no_depth"
+    zero = Frame(f.rgb, np.zeros_like(f.depth), f.fx, f.fy, f.cx, f.cy, f.rotation, f.translation)
+    with pytest.raises(FrameError):
+        zero.validate()
+
+
+def test_filters_drop_small_unstable_and_depthless_masks():
+    valid = np.ones((20, 20), bool)
+    valid[:, :10] = False
+    m_small = np.zeros((20, 20), bool)
+    m_small[15:17, 15:17] = True
+    m_ok = np.zeros((20, 20), bool)
+    m_ok[2:12, 12:20] = True
+    m_nodepth = np.zeros((20, 20), bool)
+    m_nodepth[2:12, 0:8] = True
+    segs = [Segment(m_small), Segment(m_ok), Segment(m_ok, stability=0.2), Segment(m_nodepth)]
+    kept, dropped = filter_segments(segs, valid, FilterConfig(min_area=10))
+    assert kept == [segs[1]]
+    assert dropped == {"small": 1, "large": 0, "unstable": 1, "no_depth": 1}
+
+
+def _e(*v):
+    v = np.asarray(v, np.float32)
+    return v / np.linalg.norm(v)
+
+
+def test_map_association_fusion_query_and_forget():
+    m = SemanticMapCore(MapConfig(sim_threshold=0.8, gate_m=0.2), labels=["red", "blue"],
+                        label_embeddings=np.stack([_e(1, 0, 0), _e(0, 1, 0)]))
+    red, blue = _e(1, 0.05, 0), _e(0.05, 1, 0)
+    assert m.update([Detection(np.array([1.0, 0, 0]), np.ones(3) * .05, red, 1.0, 1.0)]) == (0, 1)
+    # same look, nearby: update; same look far away: a new entry; other look nearby: new entry
+    assert m.update([Detection(np.array([1.1, 0, 0]), np.ones(3) * .05, red, 1.0, 2.0)]) == (1, 0)
+    assert m.update([Detection(np.array([3.0, 0, 0]), np.ones(3) * .05, red, 1.0, 3.0),
+                     Detection(np.array([1.05, 0, 0]), np.ones(3) * .05, blue, 1.0, 3.0)]) == (0, 2)
+    assert len(m) == 3
+    first = m.objects[1]
+    assert first.observations == 2 and first.position[0] == pytest.approx(1.05)
+    assert first.label == "red" and 0 < first.confidence < 1 and first.last_seen == 2.0
+    ranked = m.query(_e(0, 1, 0))
+    assert ranked[0][0].label == "blue" and ranked[0][1] > 0.9
+    assert len(m.query(_e(0, 1, 0), max_results=1)) == 1
+    assert len(m.query(_e(0, 1, 0), min_score=0.5)) == 1
+    assert m.forget([1, 99]) == 1 and len(m) == 2
+    assert m.forget_older_than(3.0) == 0 and m.forget_older_than(3.5) == 2
+    m.update([Detection(np.zeros(3), np.ones(3), red)])
+    assert m.clear() == 1 and len(m) == 0
+
+
+def test_map_save_load_atomic_and_corrupt_file_set_aside(tmp_path):
+    m = SemanticMapCore()
+    m.update([Detection(np.array([1.0, 2.0, 0.1]), np.ones(3) * 0.05, _e(1, 0, 0), 1.0, 5.0)])
+    path = m.save(tmp_path / "map.json")
+    assert [p.name for p in tmp_path.iterdir()] == ["map.json"]  # no temp file left behind
+    m2 = SemanticMapCore()
+    assert m2.load(path) == 1 and m2.objects[1].position.tolist() == [1.0, 2.0, 0.1]
+    m2.update([Detection(np.array([5.0, 0, 0]), np.ones(3), _e(0, 1, 0))])
+    assert max(m2.objects) == 2  # ids continue after a load
+    # truncated file: moved aside, map unchanged
+    path.write_text(path.read_text()[:40])
+    with pytest.raises(CorruptMapFile) as e:
+        m2.load(path)
+    assert not path.exists() and e.value.moved_to.exists() and len(m2) == 2
+    # valid JSON with a bad object: still all-or-nothing
+    doc = json.loads(e.value.moved_to.read_text()[:0] or "{}")
+    path.write_text(json.dumps({"format": "rlstack_semantic_map/1", "objects": [{"id": 1, "position": [1, 2]}]}))
+    with pytest.raises(CorruptMapFile):
+        m2.load(path)
+    assert len(m2) == 2 and doc == {}
+    with pytest.raises(FileNotFoundError):
+        m2.load(tmp_path / "missing.json")
+
+
+def test_tf_buffer_composes_static_and_interpolates_dynamic():
+    tf = TfBuffer()
+    s = np.sqrt(0.5)
+    tf.set_transform("odom", "base_link", [0, 0, 0], [0, 0, 0, 1], stamp=0.0)
+    tf.set_transform("odom", "base_link", [1, 0, 0], [0, 0, s, s], stamp=1.0)  # yaw 90 deg
+    tf.set_transform("base_link", "cam", [0.5, 0, 1.0], [0, 0, 0, 1], static=True)
+    r, t = tf.lookup("odom", "cam", 1.0)
+    assert np.allclose(t, [1.0, 0.5, 1.0]) and np.allclose(r @ [1, 0, 0], [0, 1, 0])
+    r, t = tf.lookup("odom", "cam", 0.5)
+    assert np.allclose(t[2], 1.0) and t[0] == pytest.approx(0.5 + 0.5 * np.cos(np.pi / 4))
+    r, t = tf.lookup("cam", "odom", 1.0)  # inverse
+    assert np.allclose(r @ [1.0, 0.5, 1.0] + t, 0, atol=1e-9)
+    with pytest.raises(LookupError):
+        tf.lookup("odom", "nowhere", 1.0)
+    with pytest.raises(LookupError):
+        tf.lookup("odom", "cam", 5.0)  # beyond extrapolation
+    with pytest.raises(ValueError):
+        tf.set_transform("odom", "x", [np.nan, 0, 0], [0, 0, 0, 1])
