@@ -179,15 +179,26 @@ def test_swap_refuses_mismatched_and_corrupt_bundles_and_keeps_running(ros_proce
     ros_probe.spin_until(lambda: ros_probe.call(GetParameters, f"{NODE}/get_parameters", GetParameters.Request(
         names=["bundle_path"])).values[0].string_value.endswith("policies/cartpole"), 5, "bundle_path reverted")
 
-    # A good bundle with the same wiring swaps in without a restart or a gap.
+    # A good bundle with the same wiring swaps in without a restart or a gap: no safe step
+    # between before and after the swap (the node counts safe steps by reason since it
+    # started, e.g. "waiting" before the first observations arrived).
     good = tmp_path / "cartpole_v2"
     shutil.copytree(repo / "policies/cartpole", good)
+    before = safe_steps_by_reason(wait_diag(ros_probe, diag, lambda v: True, what="diagnostics before the swap"))
     forces.pop_all()
     assert set_param(ros_probe, "bundle_path", str(good)).successful
     v = wait_diag(ros_probe, diag, lambda v: v["swaps"] == "1", what="swap done")
     assert v["bundle"] == str(good) and v["last_swap"].startswith("ok")
     wait_force(ros_probe, forces, lambda f: f > 0.5, "the new policy in control", count=10)
-    assert int(v["safe_steps"]) == 0, v
+    v = wait_diag(ros_probe, diag, lambda v: True, what="diagnostics after the swap")
+    after = safe_steps_by_reason(v)
+    assert after == before, {"before": before, "after": after, "safe_reason": v["safe_reason"]}
+
+
+def safe_steps_by_reason(values: dict) -> dict:
+    """The node's cumulative safe-step counters, e.g. "waiting=1,stale=2" -> {"waiting": 1, "stale": 2}."""
+    text = values["safe_steps_by_reason"]
+    return {} if text == "none" else {k: int(n) for k, n in (item.split("=") for item in text.split(","))}
 
 
 def test_bad_bundles_leave_the_node_up_and_unconfigured(ros_processes, ros_probe, params_dir, repo, tmp_path):

@@ -27,6 +27,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 import yaml
 
+from . import derive as derive_ops
 from .terms import IO_FORMAT
 
 REQUIRED_FILES = ("policy.onnx", "io.yaml", "provenance.yaml", "evaluation.yaml", "MODEL_CARD.md")
@@ -141,6 +142,9 @@ def _check_io(io: Dict[str, Any], problems: List[str]) -> None:
             if section == "observation":
                 if not (_finite(t["scale"]) and t["scale"] != 0):
                     problems.append(f"{where} ('{t['name']}'): scale must be a non-zero number, got {t['scale']!r}")
+                if isinstance(src, dict):
+                    obs_names = [o.get("name") for o in terms if isinstance(o, dict)]
+                    problems.extend(f"{where}: {p}" for p in derive_ops.check(src.get("derive"), obs_names, t["name"]))
                 continue
             lim = t["limits"]
             if not (isinstance(lim, list) and len(lim) == 2 and all(_finite(v) for v in lim) and lim[0] < lim[1]):

@@ -65,11 +65,20 @@ def evaluate_onnx(env_id: str, onnx_path: str, episodes: int, randomize: bool, p
     return res
 
 
+def _derive_text(derive: Any) -> str:
+    """One short line for a model card: legacy text up to ' over', or ``op(k=v, ...)``."""
+    if isinstance(derive, dict):
+        params = ", ".join(f"{k}={'/'.join(map(str, v)) if isinstance(v, list) else v}"
+                           for k, v in derive.items() if k != "op")
+        return f"`{derive['op']}({params})`"
+    return str(derive).split(" over")[0]
+
+
 def model_card(io: Dict[str, Any], prov: Dict[str, Any], ev: Dict[str, Any]) -> str:
     nom, dr = ev["nominal"], ev["randomized"]
     obs = "\n".join(f"| {t['index']} | `{t['name']}` | {t['unit']} | `{t['source']['topic']}` {t['source']['field']}"
                     f"{' [' + t['source']['key'] + ']' if t['source'].get('key') else ''}"
-                    f"{' (' + t['source']['derive'].split(' over')[0] + ')' if t['source'].get('derive') else ''} |"
+                    f"{' (' + _derive_text(t['source']['derive']) + ')' if t['source'].get('derive') else ''} |"
                     for t in io["observation"])
     act = "\n".join(f"| {t['index']} | `{t['name']}` | {t['unit']} | `{t['target']['topic']}` {t['target']['field']} "
                     f"| {t['limits'][0]:g} .. {t['limits'][1]:g} |" for t in io["action"])

@@ -11,6 +11,10 @@ Conventions (also written into every ``io.yaml``):
 * network input ``obs[i] = scale_i * raw_i`` where ``raw_i`` is the SI value read from
   ``source`` (topic + field + key); observation normalisation is folded into the ONNX
   graph, so the node does nothing else.
+* a value that is not read as is has a machine-readable ``source.derive``: a mapping with an
+  ``op`` from the closed set of :mod:`rlstack_learning.derive` (``tf_position``, ``sum``,
+  ``sin_kyaw``, ``cos_kyaw``, ``offset_minus``, ``distance``, ``finite_difference``), which
+  the envs and the policy node both evaluate with that module's functions;
 * network output ``action[j]`` lies in ``[-1, 1]`` (continuous); the command sent is
   ``clip(offset_j + scale_j * action[j], limits_j)`` in the term's unit. Discrete
   actions (DQN) output an index into ``choices`` instead.
@@ -19,7 +23,9 @@ Conventions (also written into every ``io.yaml``):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+from . import derive as _derive
 
 #: Version tag of the IO descriptor written into ``io.yaml``.
 IO_FORMAT = "rlstack-policy-io/1"
@@ -33,22 +39,36 @@ class Source:
     :param msg_type: ROS message type, ``pkg/msg/Name``
     :param field: message field (dotted path), e.g. ``position`` or ``poses[].position.x``
     :param key: element selector inside an array field (a joint name, an object name)
-    :param derive: how the value is computed from the field, if not read as is
+    :param derive: how the value is computed from the field, if not read as is: a mapping
+        ``{"op": ..., params}`` (see :mod:`rlstack_learning.derive`; build it with :func:`derive`),
+        or, for action targets and legacy observation terms, text (``open = value > 0``,
+        ``finite difference ...``)
     """
 
     topic: str
     msg_type: str
     field: str
     key: Optional[str] = None
-    derive: Optional[str] = None
+    derive: Union[None, str, Mapping[str, Any]] = None
 
     def to_dict(self) -> Dict[str, Any]:
         d = {"topic": self.topic, "type": self.msg_type, "field": self.field}
         if self.key is not None:
             d["key"] = self.key
-        if self.derive is not None:
+        if isinstance(self.derive, Mapping):
+            d["derive"] = {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in self.derive.items()}
+        elif self.derive is not None:
             d["derive"] = self.derive
         return d
+
+
+def derive(op: str, **params: Any) -> Dict[str, Any]:
+    """A machine-readable derive: ``derive("tf_position", parent="world", child="tool", axis="x")``."""
+    d = {"op": op, **{k: (list(v) if isinstance(v, tuple) else v) for k, v in params.items()}}
+    problems = _derive.check(d)
+    if problems:
+        raise ValueError("; ".join(problems))
+    return d
 
 
 @dataclass(frozen=True)
@@ -105,6 +125,16 @@ def check_terms(obs: Sequence[ObsTerm], act: Sequence[ActTerm]) -> None:
         for t in terms:
             if not t.scale or t.scale != t.scale:
                 raise ValueError(f"{kind} term '{t.name}': scale must be non-zero, got {t.scale}")
+    obs_names = [t.name for t in obs]
+    for t in obs:
+        problems = _derive.check(t.source.derive, obs_names, t.name)
+        if problems:
+            raise ValueError("; ".join(problems))
+        if _derive.op_of(t.source.derive) == "distance":
+            refs = t.source.derive["a"] + t.source.derive["b"]
+            bad = [r for r in refs if _derive.op_of(obs[obs_names.index(r)].source.derive) in _derive.TERM_OPS]
+            if bad:
+                raise ValueError(f"derive distance of '{t.name}': refers to term op term(s) {bad}")
     for t in act:
         lo, hi = t.limits
         if not lo < hi:

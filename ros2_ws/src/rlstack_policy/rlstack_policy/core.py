@@ -26,6 +26,15 @@ sequence element chosen by ``key`` (through a sibling ``name`` sequence, as in
 such as ``geometry_msgs/PoseArray``) or by ``source.index``; ``name[3]`` is a fixed element.
 A sequence as the *last* segment with a ``key`` (``position`` + ``key: slider_to_cart``) is
 selected the same way.
+
+``source.derive`` is either a machine-readable mapping ``{op: ..., params}`` (the closed set
+of :mod:`rlstack_learning.derive`: ``tf_position``, ``sum``, ``sin_kyaw``, ``cos_kyaw``,
+``offset_minus``, ``distance``, ``finite_difference``; evaluated with that module's functions,
+which the training envs use too) or one of the legacy texts (``finite difference ...``,
+``sum of ...``, ``sin(k * yaw)``, ``cos(k * yaw)``). ``tf_position`` terms keep a TF buffer
+per ``tf2_msgs/msg/TFMessage`` topic (child frame -> parent, translation, rotation; every
+message updates the frames it carries) and compose the chain parent -> ... -> child.
+``distance`` terms are computed at assembly from the raw values of the terms they name.
 """
 
 from __future__ import annotations
@@ -38,6 +47,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
+
+from rlstack_learning import derive as derive_ops  # pure Python: the same operations the envs use
 
 IO_FORMAT = "rlstack-policy-io/1"
 NUMERIC = {"double", "float", "float32", "float64", "int8", "uint8", "int16", "uint16", "int32", "uint32",
@@ -198,21 +209,39 @@ def read_path(msg: Any, steps: List[_Step]) -> Any:
     return obj
 
 
-def _yaw(q: Any) -> float:
-    return math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
+def _quat(q: Any) -> Tuple[float, float, float, float]:
+    return (float(q.x), float(q.y), float(q.z), float(q.w))
 
 
 # ----------------------------------------------------------------------------- derives
 @dataclass(frozen=True)
 class Derive:
-    kind: str            # "none" | "finite_difference" | "sum" | "sin_yaw" | "cos_yaw"
-    factor: float = 1.0  # for sin/cos(k * yaw)
+    kind: str            # "none" or an op of rlstack_learning.derive.OPS
+    factor: float = 1.0  # k of sin/cos(k * yaw)
+    spec: Optional[Tuple[Tuple[str, Any], ...]] = None   # the descriptor's mapping (op and parameters)
+
+    @property
+    def params(self) -> Dict[str, Any]:
+        return dict(self.spec or ())
 
 
-def parse_derive(text: Optional[str]) -> Derive:
-    """Map a descriptor's ``derive`` text to an implemented derivation, or raise SpecError."""
-    if text is None or str(text).strip() == "":
+SUPPORTED_DERIVES = ("{op: tf_position, parent, child, axis}, {op: sum}, {op: sin_kyaw, k}, {op: cos_kyaw, k}, "
+                     "{op: offset_minus, constant}, {op: distance, a: [terms], b: [terms]}, {op: finite_difference}; "
+                     "legacy text: 'finite difference ...', 'sum of ...' (comma-separated keys), 'sin(k * yaw)', "
+                     "'cos(k * yaw)'")
+
+
+def parse_derive(text: Any, name: str = "?") -> Derive:
+    """Map a descriptor's ``derive`` (mapping or legacy text) to an implemented derivation, or raise SpecError."""
+    if text is None or (isinstance(text, str) and text.strip() == ""):
         return Derive("none")
+    if isinstance(text, Mapping):
+        problems = derive_ops.check(text, name=name)
+        if problems:
+            raise SpecError(f"{'; '.join(problems)} (this node implements: {SUPPORTED_DERIVES})")
+        spec = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in text.items())
+        factor = float(text.get("k", 1.0)) if text["op"] in ("sin_kyaw", "cos_kyaw") else 1.0
+        return Derive(str(text["op"]), factor, spec)
     t = str(text).strip().lower()
     if t.startswith("finite difference"):
         return Derive("finite_difference")
@@ -220,12 +249,15 @@ def parse_derive(text: Optional[str]) -> Derive:
         return Derive("sum")
     m = re.fullmatch(r"(sin|cos)\(\s*(?:([0-9.]+)\s*\*\s*)?yaw\s*\)", t)
     if m:
-        return Derive(f"{m.group(1)}_yaw", float(m.group(2) or 1.0))
-    raise SpecError(f"unsupported derive '{text}'; this node implements: 'finite difference ...', "
-                    "'sum of ...' (comma-separated keys), 'sin(k * yaw)', 'cos(k * yaw)'")
+        k = float(m.group(2) or 1.0)
+        return Derive(f"{m.group(1)}_kyaw", k, (("op", f"{m.group(1)}_kyaw"), ("k", k)))
+    raise SpecError(f"unsupported derive '{text}'; this node implements: {SUPPORTED_DERIVES}")
 
 
 # ----------------------------------------------------------------------------- plans
+TFBuffer = Dict[str, Tuple[str, Tuple[float, float, float], Tuple[float, float, float, float]]]
+
+
 @dataclass
 class ObsTermPlan:
     index: int
@@ -236,16 +268,41 @@ class ObsTermPlan:
     scale: float
     derive: Derive
     paths: List[List[_Step]]
+    refs: Optional[Tuple[Tuple[int, ...], Tuple[int, ...]]] = None   # distance: term indices of a and b
 
-    def raw(self, msg: Any) -> float:
-        if self.derive.kind == "sum":
-            return float(sum(float(read_path(msg, p)) for p in self.paths))
+    @property
+    def from_terms(self) -> bool:
+        """Computed at assembly from other terms (``distance``), not from a message."""
+        return self.derive.kind in derive_ops.TERM_OPS
+
+    def raw(self, msg: Any, tf: Optional[TFBuffer] = None) -> float:
+        kind = self.derive.kind
+        if kind == "tf_position":
+            p = self.derive.params
+            pos, _ = derive_ops.compose(tf or {}, p["parent"], p["child"])
+            return derive_ops.apply(self.derive.params, pos)
+        if kind == "sum":
+            return float(sum(float(read_path(msg, path)) for path in self.paths))
         value = read_path(msg, self.paths[0])
-        if self.derive.kind == "sin_yaw":
-            return math.sin(self.derive.factor * _yaw(value))
-        if self.derive.kind == "cos_yaw":
-            return math.cos(self.derive.factor * _yaw(value))
+        if kind in ("sin_kyaw", "cos_kyaw"):
+            return derive_ops.apply(self.derive.params, _quat(value))
+        if kind == "offset_minus":
+            return derive_ops.apply(self.derive.params, float(value))
         return float(value)
+
+
+def update_tf_buffer(buffer: TFBuffer, msg: Any) -> None:
+    """Take every transform of a TFMessage (child -> parent, translation, rotation); ValueError if
+    any used number is NaN/inf (the buffer is left unchanged then)."""
+    new: TFBuffer = {}
+    for tr in msg.transforms:
+        t, q = tr.transform.translation, tr.transform.rotation
+        pos = (float(t.x), float(t.y), float(t.z))
+        rot = (float(q.x), float(q.y), float(q.z), float(q.w))
+        if not all(math.isfinite(v) for v in pos + rot):
+            raise ValueError(f"non-finite transform {tr.header.frame_id} -> {tr.child_frame_id}")
+        new[str(tr.child_frame_id).lstrip("/")] = (str(tr.header.frame_id).lstrip("/"), pos, rot)
+    buffer.update(new)
 
 
 @dataclass
@@ -318,22 +375,46 @@ def compile_io(io: Mapping[str, Any], key_indices: Mapping[str, int] = None, rem
     if io.get("format") != IO_FORMAT:
         raise SpecError(f"io.yaml format must be '{IO_FORMAT}', got {io.get('format')!r}")
     obs_terms, obs_topics = [], {}
+    names = [t.get("name") for t in io.get("observation") or []]
     for i, t in enumerate(io.get("observation") or []):
         where = f"observation[{i}] '{t.get('name')}'"
         src = t.get("source") or {}
+        refs = None
         try:
-            derive = parse_derive(src.get("derive"))
+            derive = parse_derive(src.get("derive"), t.get("name", "?"))
             key = src.get("key")
             keys = [k.strip() for k in str(key).split(",")] if derive.kind == "sum" and key else None
             if derive.kind == "sum" and not (keys and len(keys) >= 1):
                 raise SpecError("derive 'sum of ...' needs comma-separated keys")
-            paths, _ = compile_path(src["type"], src["field"], key, src.get("index"), key_indices, fields_of,
-                                    allow_message_leaf=derive.kind in ("sin_yaw", "cos_yaw"), keys=keys)
+            if derive.kind == "tf_position":
+                fields = fields_of(_normalise_type(src["type"]))
+                if src["field"] != "transforms" or "transforms" not in fields or \
+                        _normalise_type(_split_type(fields["transforms"])[0]) != "geometry_msgs/msg/TransformStamped":
+                    raise SpecError(f"derive tf_position reads field 'transforms' of a tf2_msgs/msg/TFMessage topic, "
+                                    f"got field '{src['field']}' of {src['type']}")
+                paths = []
+            else:
+                paths, _ = compile_path(src["type"], src["field"], key, src.get("index"), key_indices, fields_of,
+                                        allow_message_leaf=derive.kind in ("sin_kyaw", "cos_kyaw", "distance"),
+                                        keys=keys)
+            if derive.kind == "distance":
+                p = derive.params
+                problems = derive_ops.check(src["derive"], names, t.get("name"))
+                if problems:
+                    raise SpecError("; ".join(problems))
+                idx = [tuple(names.index(n) for n in p[side]) for side in ("a", "b")]
+                chained = [names[j] for j in idx[0] + idx[1]
+                           if derive_ops.op_of((io["observation"][j].get("source") or {}).get("derive"))
+                           in derive_ops.TERM_OPS]
+                if chained:
+                    raise SpecError(f"derive distance refers to term(s) {chained} that are computed from terms too")
+                refs = (idx[0], idx[1])
         except SpecError as exc:
             raise SpecError(f"{where}: {exc}") from None
         topic = remaps.get(src["topic"], src["topic"])
         _check_types(obs_topics, topic, src["type"], where)
-        obs_terms.append(ObsTermPlan(i, t["name"], topic, src["topic"], src["type"], float(t["scale"]), derive, paths))
+        obs_terms.append(ObsTermPlan(i, t["name"], topic, src["topic"], src["type"], float(t["scale"]), derive, paths,
+                                     refs))
     discrete = (io.get("model") or {}).get("output", {}).get("kind") == "discrete"
     act_terms, act_topics = [], {}
     for j, t in enumerate(io.get("action") or []):
@@ -412,6 +493,7 @@ class _TopicState:
     last_msg: Any = None
     last_msg_time: Optional[float] = None
     prev_raw: Dict[int, float] = field(default_factory=dict)
+    tf: Optional[TFBuffer] = None          # TF buffer of a topic with tf_position terms
 
 
 class ObservationAssembler:
@@ -422,8 +504,14 @@ class ObservationAssembler:
         self.period_s = float(period_s)
         self.stale_after_s = float(stale_after_s)
         self.topics: Dict[str, _TopicState] = {}
+        self.term_terms = [t for t in plan.terms if t.from_terms]   # computed at assembly
         for t in plan.terms:
-            self.topics.setdefault(t.topic, _TopicState([])).terms.append(t)
+            if not t.from_terms:
+                self.topics.setdefault(t.topic, _TopicState([])).terms.append(t)
+        for st in self.topics.values():
+            if any(t.derive.kind == "tf_position" for t in st.terms):
+                st.tf = {}
+        self._raw = np.zeros(plan.size, dtype=np.float64)
         self._obs = np.zeros(plan.size, dtype=np.float32)
         self._scales = np.array([t.scale for t in plan.terms], dtype=np.float64)
         self._step_marks: Dict[str, int] = {k: 0 for k in self.topics}
@@ -435,20 +523,29 @@ class ObservationAssembler:
         st.updates += 1
         raw: Dict[int, float] = {}
         try:
+            tf = st.tf
+            if tf is not None:
+                tf = dict(tf)
+                update_tf_buffer(tf, msg)
             for t in st.terms:
-                raw[t.index] = t.raw(msg)
+                raw[t.index] = t.raw(msg, tf)
         except KeyError:
             st.invalid = "missing_key"
             return st.invalid
         except IndexError:
             st.invalid = "missing_index"
             return st.invalid
-        except (TypeError, ValueError, AttributeError):
+        except ValueError as exc:
+            st.invalid = "non_finite" if "non-finite" in str(exc) else "bad_value"
+            return st.invalid
+        except (TypeError, AttributeError):
             st.invalid = "bad_value"
             return st.invalid
         if not all(math.isfinite(v) for v in raw.values()):
             st.invalid = "non_finite"
             return st.invalid
+        if st.tf is not None:
+            st.tf = tf
         restart = st.rx_time is None or now_s - st.rx_time > self.stale_after_s
         for t in st.terms:
             v = raw[t.index]
@@ -490,12 +587,21 @@ class ObservationAssembler:
         fault = self.fault(now_s)
         if fault:
             return None, fault
+        raw = self._raw
         for st in self.topics.values():
             for idx, v in st.values.items():
-                self._obs[idx] = v * self._scales[idx]
+                raw[idx] = v
+        for t in self.term_terms:   # distance: from the other terms' raw values, as the env computes it
+            raw[t.index] = derive_ops.apply_terms(t.derive.params, self._ref(t))
+        self._obs[:] = raw * self._scales
         if not np.all(np.isfinite(self._obs)):
             return None, "non_finite observation after scaling"
         return self._obs, None
+
+    def _ref(self, t: ObsTermPlan) -> Callable[[str], float]:
+        p = t.derive.params
+        by_name = dict(zip(p["a"] + p["b"], t.refs[0] + t.refs[1]))
+        return lambda name: float(self._raw[by_name[name]])
 
     def replay_into(self, other: "ObservationAssembler") -> None:
         """Feed the newest message of each topic into ``other`` (used when swapping bundles)."""

@@ -111,6 +111,8 @@ class PolicyNode(LifecycleNode):
         self._rejected: Dict[str, int] = {}
         self._warned: Dict[str, float] = {}
         self._stale_events = 0
+        # Safe steps by the first word of their reason (stale, non_finite, ...), for diagnostics.
+        self._safe_steps_by_reason: Dict[str, int] = {}
         self._swaps = 0
         self._last_swap = "none"
         self._last_error = ""
@@ -333,6 +335,8 @@ class PolicyNode(LifecycleNode):
         loaded.assembler.mark_step()
         if fault is not None:
             cmd = loaded.shaper.safe()
+            reason = fault.split(":")[0].split()[0] if fault.strip() else "unknown"
+            self._safe_steps_by_reason[reason] = self._safe_steps_by_reason.get(reason, 0) + 1
         self._publish(cmd, safe=fault is not None)
         if fault != self._fault:
             if fault is not None:
@@ -437,6 +441,8 @@ class PolicyNode(LifecycleNode):
                 "task": loaded.task, "control_rate_hz": loaded.rate_hz,
                 **{k: (round(v, 4) if isinstance(v, float) else v) for k, v in summary.items()},
                 "safe_reason": self._fault or "none", "stale_events": self._stale_events,
+                "safe_steps_by_reason": ",".join(f"{k}={n}" for k, n in sorted(self._safe_steps_by_reason.items()))
+                or "none",
                 "clipped": loaded.shaper.clipped, "rate_limited": loaded.shaper.rate_limited,
                 "last_command": [round(float(c), 6) for c in (loaded.shaper.last if loaded.shaper.last is not None else [])],
             })

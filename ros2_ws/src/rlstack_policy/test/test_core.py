@@ -159,6 +159,94 @@ def test_sum_and_yaw_derives_and_bool_target():
     assert core.fill_messages(act, np.array([0.0, -0.2]), {"/arm/ee_delta": Vector3, "/arm/gripper": Bool})["/arm/gripper"].data is False
 
 
+def _tf(*chain):
+    from geometry_msgs.msg import TransformStamped
+    from tf2_msgs.msg import TFMessage
+
+    out = []
+    for parent, child, xyz, yaw in chain:
+        t = TransformStamped()
+        t.header.frame_id, t.child_frame_id = parent, child
+        t.transform.translation.x, t.transform.translation.y, t.transform.translation.z = xyz
+        t.transform.rotation.z, t.transform.rotation.w = math.sin(yaw / 2), math.cos(yaw / 2)
+        out.append(t)
+    return TFMessage(transforms=out)
+
+
+LIFT_LIKE = {
+    "format": core.IO_FORMAT, "control_rate_hz": 20.0, "model": {"output": {"kind": "continuous"}},
+    "observation": [
+        {"name": f"ee_{a}", "scale": 1.0, "source": {"topic": "/tf", "type": "tf2_msgs/msg/TFMessage", "field": "transforms",
+                                                      "derive": {"op": "tf_position", "parent": "world", "child": "tool", "axis": a}}}
+        for a in "xyz"
+    ] + [
+        {"name": f"cube_{a}", "scale": 1.0, "source": {"topic": "/gt", "type": "geometry_msgs/msg/PoseArray",
+                                                        "field": f"poses[].position.{a}", "key": "cube"}}
+        for a in "xyz"
+    ] + [
+        {"name": "dz", "scale": 2.0, "source": {"topic": "/gt", "type": "geometry_msgs/msg/PoseArray", "field": "poses[].position.z",
+                                                "key": "cube", "derive": {"op": "offset_minus", "constant": 0.5}}},
+        {"name": "dist", "scale": 1.0, "source": {"topic": "/gt", "type": "geometry_msgs/msg/PoseArray", "field": "poses[].position",
+                                                  "key": "cube", "derive": {"op": "distance", "a": ["cube_x", "cube_y", "cube_z"],
+                                                                            "b": ["ee_x", "ee_y", "ee_z"]}}},
+        {"name": "s4", "scale": 1.0, "source": {"topic": "/gt", "type": "geometry_msgs/msg/PoseArray", "field": "poses[].orientation",
+                                                "key": "cube", "derive": {"op": "sin_kyaw", "k": 4}}},
+        {"name": "w", "scale": 1.0, "source": {"topic": "/joint_states", "type": "sensor_msgs/msg/JointState", "field": "position",
+                                               "key": "f1,f2", "derive": {"op": "sum"}}},
+    ],
+    "action": [{"name": "dx", "limits": [-0.015, 0.015], "scale": 0.015, "offset": 0.0,
+                "target": {"topic": "/arm/ee_delta", "type": "geometry_msgs/msg/Vector3", "field": "x"}}],
+}
+
+
+def test_structured_derives_tf_chain_offset_distance():
+    obs, _ = core.compile_io(LIFT_LIKE, {"cube": 0})
+    assert list(obs.topics) == ["/tf", "/gt", "/joint_states"]
+    asm = core.ObservationAssembler(obs, 0.05, 0.15)
+    # world -> base (at (1, 0, 0), yawed 90 deg) -> tool (0.5 along the base's x) => tool at (1, 0.5, 0.2)
+    tf = _tf(("world", "base", (1.0, 0.0, 0.0), math.pi / 2), ("base", "tool", (0.5, 0.0, 0.2), 0.3))
+    assert asm.update("/tf", tf, 0.0) is None
+    pa = poses((1.0, 0.5, 0.3))
+    pa.poses[0].orientation = Quaternion(z=math.sin(0.1), w=math.cos(0.1))   # yaw 0.2
+    assert asm.update("/gt", pa, 0.0) is None
+    assert asm.assemble(0.0)[1] == "waiting for /joint_states"
+    assert asm.update("/joint_states", js(["f1", "f2"], [0.01, 0.02]), 0.0) is None
+    x, fault = asm.assemble(0.0)
+    assert fault is None
+    assert x.tolist() == pytest.approx([1.0, 0.5, 0.2, 1.0, 0.5, 0.3, 2 * 0.2, 0.1, math.sin(0.8), 0.03], abs=1e-6)
+    # a later /tf message with only part of the tree updates those frames (buffer), the chain still resolves
+    assert asm.update("/tf", _tf(("base", "tool", (0.0, 0.0, 0.0), 0.0)), 0.01) is None
+    x, _ = asm.assemble(0.01)
+    assert x[:3].tolist() == pytest.approx([1.0, 0.0, 0.0], abs=1e-6)
+    # a broken chain (frame without a parent) is a rejection, the topic is invalid at once
+    fresh = core.ObservationAssembler(obs, 0.05, 0.15)
+    assert fresh.update("/tf", _tf(("base", "tool", (0.0, 0.0, 0.0), 0.0)), 0.0) == "missing_key"
+
+
+@pytest.mark.parametrize("derive, msg", [
+    ({"op": "magic"}, "unknown op 'magic'"),
+    ({"op": "tf_position", "parent": "world", "child": "tool"}, "missing parameter(s) ['axis']"),
+    ({"op": "tf_position", "parent": "world", "child": "tool", "axis": "w"}, "axis must be x, y or z"),
+    ({"op": "sin_kyaw", "k": "four"}, "k must be a finite number"),
+    ({"op": "offset_minus", "constant": 0.5, "of": "x"}, "unknown parameter(s) ['of']"),
+    ({"op": "distance", "a": ["cube_x"], "b": ["nope"]}, "unknown term(s) ['nope']"),
+    ({"op": "distance", "a": ["cube_x"], "b": ["dist"]}, "computed from terms too"),
+])
+def test_bad_structured_derive_is_a_configure_error(derive, msg):
+    io = copy.deepcopy(LIFT_LIKE)
+    io["observation"][6]["source"]["derive"] = derive   # 'dz'
+    with pytest.raises(core.SpecError) as exc:
+        core.compile_io(io, {"cube": 0})
+    assert msg in str(exc.value) and "observation[6] 'dz'" in str(exc.value)
+
+
+def test_tf_position_needs_a_tf_message_topic():
+    io = copy.deepcopy(LIFT_LIKE)
+    io["observation"][0]["source"].update(type="geometry_msgs/msg/PoseArray", field="poses")
+    with pytest.raises(core.SpecError, match="tf_position reads field 'transforms'"):
+        core.compile_io(io, {"cube": 0})
+
+
 # ----------------------------------------------------------------------------- safety
 def test_stale_waiting_nan_and_missing_key_give_faults_and_recover():
     obs, _ = core.compile_io(CARTPOLE)

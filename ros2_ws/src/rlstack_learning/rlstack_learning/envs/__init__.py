@@ -1,4 +1,5 @@
-"""rlstack task environments, registered with Gymnasium on import of ``rlstack_learning``."""
+"""rlstack task environments, registered with Gymnasium on import of this module (and by
+``rlstack_learning`` itself whenever gymnasium is imported: see its ``ENTRY_POINTS``)."""
 
 from .ball_plate import BallPlateEnv
 from .base import EVAL_SEED_BASE, TRAIN_SEED_LIMIT, VALIDATION_SEED_BASE, SimTaskEnv
@@ -26,5 +27,7 @@ def register_all() -> None:
         if env_id not in gym.registry:
             gym.register(env_id, entry_point=f"{cls.__module__}:{cls.__name__}")
 
+
+register_all()
 
 __all__ = ["ENVS", "register_all", "SimTaskEnv", "EVAL_SEED_BASE", "TRAIN_SEED_LIMIT", "VALIDATION_SEED_BASE"]

@@ -9,7 +9,11 @@ for ``HOLD_STEPS`` consecutive control steps (2 s). Truncated after 160 steps (8
 Observation (11): grasp-point position (forward kinematics of ``/joint_states``, as a
 ``robot_state_publisher`` would publish on ``/tf``), finger opening, cube position and yaw
 (as sin/cos of 4 x yaw: a cube looks the same every 90 deg) from the bridge's ground truth
-(or a perception topic), and the cube-to-grasp-point offset.
+(or a perception topic), the height still to lift and the cube-to-grasp-point distance. Every
+term that is not read as is declares a machine-readable ``derive`` (``tf_position``, ``sum``,
+``sin_kyaw``/``cos_kyaw``, ``offset_minus``, ``distance``; ``rlstack_learning.derive``), and
+``_raw_obs`` computes the observation through those same operations, which the policy node
+also uses: training and serving cannot diverge.
 
 ``scripted_expert(env)`` is a state-machine baseline (approach above, descend, close, lift to
 ``HOLD_HEIGHT`` and hold). It provides the demonstrations of the behaviour-cloned policy
@@ -20,12 +24,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim_bridges.geometry import quat_to_matrix
 from sim_bridges.robots.panda import FINGER_JOINTS
 from sim_bridges.scenes.panda_table import CUBE_SIZE, TABLE_TOP
 
+from .. import derive as ops
 from ..randomization import DomainRandomization
-from ..terms import ActTerm, ObsTerm, Source
+from ..terms import ActTerm, ObsTerm, Source, derive
 from .base import SimTaskEnv
 
 CUBE = "red_cube"
@@ -36,12 +40,18 @@ HOLD_STEPS = 40
 HOLD_HEIGHT = 0.14
 MAX_DELTA = 0.015  # m per control step
 _GT = Source("/sim_ground_truth/poses", "geometry_msgs/msg/PoseArray", "poses[].position", key=CUBE)
-_FK = "forward kinematics of /joint_states (robot_state_publisher -> /tf panda_link0 -> panda_grasptarget)"
+#: resting height of the cube centre (on the table top)
+REST_Z = TABLE_TOP + 0.5 * CUBE_SIZE
+EE_FRAME = "panda_grasptarget"
+_EE_TERMS = ["ee_x", "ee_y", "ee_z"]
+_CUBE_TERMS = ["cube_x", "cube_y", "cube_z"]
 
 
 def _ee(axis: str) -> Source:
-    return Source("/tf", "tf2_msgs/msg/TFMessage", f"transforms[].transform.translation.{axis}",
-                  key="panda_grasptarget", derive=_FK + ", expressed in world")
+    # forward kinematics: the bridge publishes every link on /tf (world -> panda_link0 -> ... ->
+    # panda_grasptarget), as robot_state_publisher would from /joint_states
+    return Source("/tf", "tf2_msgs/msg/TFMessage", "transforms",
+                  derive=derive("tf_position", parent="world", child=EE_FRAME, axis=axis))
 
 
 def _cube(axis: str) -> Source:
@@ -61,20 +71,20 @@ class PandaLiftEnv(SimTaskEnv):
         ObsTerm("ee_z", "m", "world", _ee("z"), noise_std=0.001, description="grasp point z"),
         ObsTerm("finger_width", "m", "panda_hand",
                 Source("/joint_states", "sensor_msgs/msg/JointState", "position", key=",".join(FINGER_JOINTS),
-                       derive="sum of both finger joint positions"), noise_std=0.0005,
+                       derive=derive("sum")), noise_std=0.0005,
                 description="gripper opening"),
         ObsTerm("cube_x", "m", "world", _cube("x"), noise_std=0.002, description="red cube centre x"),
         ObsTerm("cube_y", "m", "world", _cube("y"), noise_std=0.002, description="red cube centre y"),
         ObsTerm("cube_z", "m", "world", _cube("z"), noise_std=0.002, description="red cube centre z"),
         ObsTerm("cube_yaw_sin4", "1", "world", Source(_GT.topic, _GT.msg_type, "poses[].orientation", key=CUBE,
-                                                      derive="sin(4 * yaw)"), description="cube yaw, 90-deg symmetric"),
+                                                      derive=derive("sin_kyaw", k=4)), description="cube yaw, 90-deg symmetric"),
         ObsTerm("cube_yaw_cos4", "1", "world", Source(_GT.topic, _GT.msg_type, "poses[].orientation", key=CUBE,
-                                                      derive="cos(4 * yaw)"), description="cube yaw, 90-deg symmetric"),
+                                                      derive=derive("cos_kyaw", k=4)), description="cube yaw, 90-deg symmetric"),
         ObsTerm("target_dz", "m", "world", Source(_GT.topic, _GT.msg_type, "poses[].position.z", key=CUBE,
-                                                  derive=f"resting height + {LIFT_HEIGHT} - cube z"),
+                                                  derive=derive("offset_minus", constant=round(REST_Z + LIFT_HEIGHT, 9))),
                 description="height still to lift"),
         ObsTerm("ee_to_cube_dist", "m", "world", Source(_GT.topic, _GT.msg_type, "poses[].position", key=CUBE,
-                                                        derive="|cube - grasp point|"),
+                                                        derive=derive("distance", a=_CUBE_TERMS, b=_EE_TERMS)),
                 description="distance grasp point -> cube centre"),
     )
     act_terms = tuple(
@@ -104,7 +114,7 @@ class PandaLiftEnv(SimTaskEnv):
         self._panda = self.dynamics.body_named("panda") if self.dynamics is not None else None
         names = list(self.sim.joint_names)
         self._fingers = [names.index(j) for j in FINGER_JOINTS]
-        self._rest_z = TABLE_TOP + 0.5 * CUBE_SIZE
+        self._rest_z = REST_Z
         self._gripper_open = None
 
     def _neutral_command(self) -> np.ndarray:
@@ -127,15 +137,18 @@ class PandaLiftEnv(SimTaskEnv):
         return self.dynamics.link_position(self._panda, "panda_grasptarget")
 
     def _raw_obs(self) -> np.ndarray:
+        # what each term's source reads (before its derive); the declared derive ops
+        # (rlstack_learning.derive, shared with the policy node) do the rest
         ee = self.ee_position()
         js = self.sim.joint_state()
-        width = float(js.position[self._fingers[0]] + js.position[self._fingers[1]])
         cube = self.sim.ground_truth()[CUBE]
-        c = np.asarray(cube.pose.position)
-        r = quat_to_matrix(cube.pose.orientation)
-        yaw = float(np.arctan2(r[1, 0], r[0, 0]))
-        target_dz = self._rest_z + LIFT_HEIGHT - c[2]
-        return np.array([*ee, width, *c, np.sin(4 * yaw), np.cos(4 * yaw), target_dz, np.linalg.norm(c - ee)])
+        c = np.asarray(cube.pose.position, dtype=np.float64)
+        q = tuple(float(v) for v in cube.pose.orientation)  # x, y, z, w
+        read = {"ee_x": ee, "ee_y": ee, "ee_z": ee,
+                "finger_width": [js.position[i] for i in self._fingers],
+                "cube_x": c[0], "cube_y": c[1], "cube_z": c[2],
+                "cube_yaw_sin4": q, "cube_yaw_cos4": q, "target_dz": c[2]}
+        return np.array(ops.raw_vector(self.obs_terms, read), dtype=np.float64)
 
     def _reward_terminated(self, raw, command):
         dist, target_dz, cube_z = raw[10], raw[9], raw[6]

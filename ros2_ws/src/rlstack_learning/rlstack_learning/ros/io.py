@@ -57,7 +57,8 @@ class ObsReader:
         self.topic_types: Dict[str, str] = {}
         for t in obs_terms:
             s = t.source
-            derive = (s.derive or "").lower()
+            # legacy text or a machine-readable mapping (rlstack_learning.derive): its op name
+            derive = (s.derive.get("op", "") if isinstance(s.derive, dict) else (s.derive or "")).lower().replace("_", " ")
             if s.msg_type == JOINT_STATE and s.field in ("position", "velocity", "effort"):
                 keys = [k for k in (s.key or "").split(",") if k]
                 if not keys or (len(keys) > 1 and "sum" not in derive) or (derive and "sum" not in derive):
@@ -70,7 +71,7 @@ class ObsReader:
                 self.terms.append(_Obs(t.name, s.topic, "pose", [s.key], axis, diff=bool(derive)))
             else:
                 raise Unsupported(f"observation term '{t.name}': {s.msg_type} {s.field}"
-                                  f"{' (' + s.derive + ')' if s.derive else ''} is not readable over ROS yet")
+                                  f"{' (' + derive + ')' if derive else ''} is not readable over ROS yet")
             self.topic_types[s.topic] = s.msg_type
         self._prev: Dict[str, float] = {}
 
