@@ -65,7 +65,8 @@ mkdir -p "$STAMPS"
 # ---------------------------------------------------------------- 2. pinned dependencies
 REQS=("$ROOT/requirements/python.txt" "$ROOT/requirements/learning.txt" "$ROOT/requirements/perception.txt")
 [ "$MODE" = wheels ] && REQS+=("$ROOT/requirements/ros.txt")
-DEPS_HASH="$MODE-$(hash_of "${REQS[@]}" "$ROOT/requirements/constraints.txt")"
+NODEPS="$ROOT/requirements/nodeps.txt"
+DEPS_HASH="$MODE-$(hash_of "${REQS[@]}" "$NODEPS" "$ROOT/requirements/constraints.txt")"
 if [ "$(cat "$STAMPS/deps" 2>/dev/null)" != "$DEPS_HASH" ]; then
   say "installing pinned dependencies (requirements/*.txt, constraints.txt); log: .venv/.rlstack/pip.log"
   CONSTRAINTS="$ROOT/requirements/constraints.txt"
@@ -78,6 +79,10 @@ if [ "$(cat "$STAMPS/deps" 2>/dev/null)" != "$DEPS_HASH" ]; then
   for r in "${REQS[@]}"; do ARGS+=(-r "$r"); done
   quiet "$STAMPS/pip.log" "check the network to PyPI, then run 'make setup' again" \
     "$VPY" -m pip install --disable-pip-version-check -c "$CONSTRAINTS" "${ARGS[@]}"
+  # Packages whose declared dependencies would pull torchvision (no CPU build): their real
+  # needs are in perception.txt, so they go in without dependency resolution.
+  quiet "$STAMPS/pip.log" "check the network to PyPI, then run 'make setup' again" \
+    "$VPY" -m pip install --disable-pip-version-check --no-deps -c "$CONSTRAINTS" -r "$NODEPS"
   if [ "$MODE" = system ] && ! command -v colcon >/dev/null; then
     quiet "$STAMPS/pip.log" "install colcon (apt-get install python3-colcon-common-extensions) and retry" \
       "$VPY" -m pip install --disable-pip-version-check 'setuptools<80' colcon-common-extensions
