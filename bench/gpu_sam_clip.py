@@ -12,10 +12,12 @@ architectures as users would load them from their own checkpoints:
 Each number is the median of ``--repeats`` timed runs after ``--warmup`` runs, synchronised.
 It needs the real `segment_anything`, `open_clip` and torchvision (the GPU machine has
 torchvision; carry the two pure-Python wheels). JSON on stdout, a markdown table on stderr.
+Not part of `make bench` (which runs bench/bench_*.py on the project machine, where there is
+no GPU and no torchvision); the CPU timings of the same backends are in bench_perception.py.
 
 Usage::
 
-    python bench/bench_sam_clip_gpu.py [--device cuda] [--sam vit_b vit_l vit_h] [--dtype fp32|bf16]
+    python bench/gpu_sam_clip.py [--device cuda] [--sam vit_b vit_l vit_h] [--dtype fp32|bf16]
 """
 
 from __future__ import annotations
