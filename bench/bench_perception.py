@@ -3,9 +3,13 @@
     python bench/bench_perception.py [--quick]      # JSON on stdout, markdown table on stderr
 
 Frames are rendered in-process (home, seeded viewpoints around objects) before timing, so
-render time is excluded. SAM and CLIP: real checkpoints are not available here; with
---sam-checkpoint / --clip-checkpoint (and segment_anything / open_clip importable) they are
-timed on the same frames, otherwise reported as null.
+render time is excluded. SAM and CLIP (segment_anything / open_clip, imported through the
+scoped torchvision stand-in when torchvision is absent) are timed on the same frames with
+--sam-checkpoint / --clip-checkpoint (user weights), or with random weights of the real
+architectures via --sam-random vit_b|vit_l|vit_h / --clip-random ViT-B-32 (timing only: the
+masks/embeddings are meaningless); otherwise reported as null.
+
+    python bench/bench_perception.py --quick --sam-random vit_b --clip-random ViT-B-32
 """
 
 from __future__ import annotations
@@ -35,6 +39,14 @@ def main(argv=None) -> int:
     ap.add_argument("--sam-model-type", default="vit_b")
     ap.add_argument("--clip-checkpoint", default="")
     ap.add_argument("--clip-model", default="ViT-B-32")
+    ap.add_argument("--sam-random", default="", metavar="MODEL_TYPE",
+                    help="time SAM with random weights of this segment_anything type (vit_b, vit_l, vit_h)")
+    ap.add_argument("--sam-points-per-side", type=int, default=12, help="SamSegmenter prompt grid (n x n)")
+    ap.add_argument("--sam-predictor", default="segment_anything", choices=("segment_anything", "torch"))
+    ap.add_argument("--sam-repeats", type=int, default=1, help="SAM frames timed (each can take seconds on CPU)")
+    ap.add_argument("--clip-random", default="", metavar="MODEL_NAME",
+                    help="time CLIP with random weights of this open_clip architecture (e.g. ViT-B-32)")
+    ap.add_argument("--torch-threads", type=int, default=0, help="torch intra-op threads for SAM/CLIP (0: default)")
     args = ap.parse_args(argv)
     n_frames = 12 if args.quick else args.frames
 
@@ -96,19 +108,61 @@ def main(argv=None) -> int:
         "query_ms_cached": med(query_ms), "pipeline_startup_s": round(startup_s, 2),
         "sam_ms": None, "clip_ms_per_crop": None,
     }
-    if args.sam_checkpoint:
-        from rlstack_perception.backends.sam import SamSegmenter
+    if args.torch_threads and (args.sam_checkpoint or args.sam_random or args.clip_checkpoint or args.clip_random):
+        import torch
 
-        sam = SamSegmenter.from_checkpoint(args.sam_checkpoint, args.sam_model_type)
-        result["sam_ms"] = med(timed(lambda: sam.segment(frames[0]), 3))
-    if args.clip_checkpoint:
-        from rlstack_perception.backends.clip import ClipEmbedder
+        torch.set_num_threads(args.torch_threads)
+    if args.sam_checkpoint or args.sam_random:
+        import torch
 
-        clip = ClipEmbedder.from_checkpoint(args.clip_checkpoint, args.clip_model)
-        result["clip_ms_per_crop"] = med(timed(lambda: clip.embed(f.rgb, masks[:1]), 10))
+        from rlstack_perception.backends.sam import SamSegmenter, build_sam
+
+        t1 = time.perf_counter()
+        sam_model = build_sam(args.sam_model_type if args.sam_checkpoint else args.sam_random, args.sam_checkpoint)
+        build_s = time.perf_counter() - t1
+        sam = SamSegmenter.from_model(sam_model, predictor=args.sam_predictor,
+                                      points_per_side=args.sam_points_per_side)
+        enc = timed(lambda: sam.predictor.set_image(frames[0].rgb), 1)  # image encoder + resize/pad, once
+        h, w = frames[0].rgb.shape[:2]
+        dec = timed(lambda: sam.predictor.predict(np.array([[w / 2, h / 2]]), np.array([1]), multimask_output=True,
+                                                  return_logits=True), 5)
+        n_masks = []
+        full = timed(lambda: n_masks.append(len(sam.segment(frames[0]))), max(1, args.sam_repeats))
+        result["sam"] = {"weights": "checkpoint" if args.sam_checkpoint else f"random {args.sam_random}",
+                         "params_M": round(sum(p.numel() for p in sam_model.parameters()) / 1e6, 1),
+                         "predictor": args.sam_predictor, "torch_threads": torch.get_num_threads(),
+                         "build_s": round(build_s, 2), "image_encoder_ms": med(enc),
+                         "decode_ms_per_point": med(dec), "points": args.sam_points_per_side ** 2,
+                         "frame_ms": med(full), "frames_timed": len(full), "masks": n_masks[-1]}
+        result["sam_ms"] = med(full)
+    if args.clip_checkpoint or args.clip_random:
+        import torch
+
+        from rlstack_perception.backends.clip import ClipEmbedder, build_clip
+
+        t1 = time.perf_counter()
+        if args.clip_checkpoint:
+            clip = ClipEmbedder.from_checkpoint(args.clip_checkpoint, args.clip_model,
+                                                threads=args.torch_threads or torch.get_num_threads())
+        else:
+            clip = ClipEmbedder.from_open_clip(*build_clip(args.clip_random),
+                                               threads=args.torch_threads or torch.get_num_threads())
+        build_s = time.perf_counter() - t1
+        crops8 = (masks * 8)[:8]
+        clip.embed(f.rgb, masks[:1])  # warm-up
+        result["clip"] = {"weights": "checkpoint" if args.clip_checkpoint else f"random {args.clip_random}",
+                          "params_M": round(sum(p.numel() for p in clip.model.parameters()) / 1e6, 1),
+                          "image_size": clip.image_size, "torch_threads": torch.get_num_threads(),
+                          "build_s": round(build_s, 2),
+                          "ms_per_crop_batch1": med(timed(lambda: clip.embed(f.rgb, masks[:1]), 10)),
+                          "ms_per_crop_batch8": round(med(timed(lambda: clip.embed(f.rgb, crops8), 5)) / 8, 3),
+                          "text_ms": med(timed(lambda: clip.encode_text(["the yellow cube"]), 10))}
+        result["clip_ms_per_crop"] = result["clip"]["ms_per_crop_batch1"]
     print(json.dumps(result, indent=1))
     rows = [(k, v) for k, v in result.items() if not isinstance(v, dict)]
     rows += [(f"stage {k} ms", v) for k, v in result["stage_ms_median"].items()]
+    for part in ("sam", "clip"):
+        rows += [(f"{part} {k}", v) for k, v in result.get(part, {}).items()]
     print("| metric | value |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows), file=sys.stderr)
     return 0
 

@@ -5,14 +5,20 @@
 ``tokenizer(list[str]) -> tokens``. Pre-processing is done here in plain torch (square
 crop around the mask, bicubic resize to S, CLIP mean/std), so no torchvision transform runs.
 :meth:`ClipEmbedder.from_checkpoint` builds it with ``open_clip.create_model(name,
-pretrained=path)`` from a user checkpoint; importing open_clip needs torchvision or the shim
-(docs/perception.md).
+pretrained=path)`` from a user checkpoint (a built-in architecture name such as ``ViT-B-32``,
+or a custom architecture given as ``model_config``: an open_clip config dict or ``.json``
+file) and open_clip's tokenizer; mean/std come from the model's preprocess config.
+open_clip imports torchvision at package import; without one it is imported through the
+scoped stand-in in :mod:`._torchvision_compat` (docs/perception.md), and open_clip's
+torchvision transforms are never built.
 """
 
 from __future__ import annotations
 
+import json
+import tempfile
 from pathlib import Path
-from typing import List, Sequence
+from typing import List, Optional, Sequence, Union
 
 import numpy as np
 
@@ -40,18 +46,20 @@ class ClipEmbedder:
             self.dim = int(self.encode_text(["a"]).shape[1])
 
     @classmethod
-    def from_checkpoint(cls, checkpoint: str, model_name: str = "ViT-B-32", **kwargs) -> "ClipEmbedder":
+    def from_checkpoint(cls, checkpoint: str, model_name: str = "ViT-B-32",
+                        model_config: Optional[Union[dict, str]] = None, **kwargs) -> "ClipEmbedder":
         if not checkpoint or not Path(checkpoint).is_file():
             raise FileNotFoundError(f"CLIP checkpoint not found: '{checkpoint}' (set clip_checkpoint)")
-        try:
-            import open_clip
-        except ImportError as exc:
-            raise ImportError(f"CLIP backend needs open_clip and torchvision or the torchvision shim "
-                              f"(docs/perception.md): {exc}") from exc
-        model = open_clip.create_model(model_name, pretrained=checkpoint, device="cpu")
+        return cls.from_open_clip(*build_clip(model_name, checkpoint, model_config), **kwargs)
+
+    @classmethod
+    def from_open_clip(cls, model, tokenizer, **kwargs) -> "ClipEmbedder":
         size = model.visual.image_size
         size = size[0] if isinstance(size, (tuple, list)) else size
-        return cls(model, open_clip.get_tokenizer(model_name), image_size=size, **kwargs)
+        pre = getattr(model.visual, "preprocess_cfg", None) or {}
+        kwargs.setdefault("mean", tuple(pre.get("mean", CLIP_MEAN)))
+        kwargs.setdefault("std", tuple(pre.get("std", CLIP_STD)))
+        return cls(model, tokenizer, image_size=size, **kwargs)
 
     def _crop(self, rgb: np.ndarray, mask: np.ndarray):
         torch = self.torch
@@ -88,3 +96,51 @@ class ClipEmbedder:
             e = self.model.encode_text(self.tokenizer(list(texts))).float()
         e = e / e.norm(dim=1, keepdim=True).clamp(min=1e-12)
         return e.numpy()
+
+
+def register_clip_config(model_name: str, model_config: Union[dict, str]) -> str:
+    """Register a custom open_clip architecture (``{"embed_dim", "vision_cfg", "text_cfg"}``) as ``model_name``.
+
+    A ``.json`` path registers under its file stem (returned); a dict is written to a temporary
+    ``<model_name>.json`` and registered with ``open_clip.add_model_config`` (open_clip's API).
+    """
+    from rlstack_perception.backends._torchvision_compat import import_open_clip
+
+    oc = import_open_clip()
+    if isinstance(model_config, (str, Path)):
+        path = Path(model_config)
+        if not path.is_file():
+            raise FileNotFoundError(f"CLIP model config not found: '{path}'")
+        oc.add_model_config(path)
+        return path.stem
+    if not all(k in model_config for k in ("embed_dim", "vision_cfg", "text_cfg")):
+        raise ValueError("CLIP model_config needs 'embed_dim', 'vision_cfg' and 'text_cfg'")
+    path = Path(tempfile.mkdtemp(prefix="rlstack_clip_cfg_")) / f"{model_name}.json"
+    path.write_text(json.dumps(model_config))
+    oc.add_model_config(path)
+    return model_name
+
+
+def build_clip(model_name: str = "ViT-B-32", checkpoint: str = "", model_config: Optional[Union[dict, str]] = None):
+    """(open_clip model in eval mode on CPU, its tokenizer); random weights if ``checkpoint`` is empty."""
+    from rlstack_perception.backends._torchvision_compat import import_open_clip
+
+    oc = import_open_clip()
+    if model_config is not None:
+        model_name = register_clip_config(model_name, model_config)
+    if model_name not in oc.list_models():
+        raise ValueError(f"unknown CLIP model '{model_name}' (open_clip built-ins: ViT-B-32, ViT-L-14, ...; "
+                         f"or give model_config)")
+    if checkpoint and not Path(checkpoint).is_file():
+        raise FileNotFoundError(f"CLIP checkpoint not found: '{checkpoint}' (set clip_checkpoint)")
+    try:
+        model = oc.create_model(model_name, pretrained=checkpoint or None, device="cpu")
+    except (RuntimeError, ValueError, KeyError, EOFError, OSError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if "size mismatch" in str(exc) or "Missing key" in str(exc) or "Unexpected key" in str(exc):
+            raise ValueError(f"CLIP checkpoint '{checkpoint}' does not fit model '{model_name}' ({first} ...)") from exc
+        raise ValueError(f"CLIP checkpoint '{checkpoint}' could not be loaded for '{model_name}' "
+                         f"({type(exc).__name__}: {first})") from exc
+    except Exception as exc:  # noqa: BLE001 - unpickling errors of a corrupt file
+        raise ValueError(f"CLIP checkpoint '{checkpoint}' could not be read ({type(exc).__name__}: {exc})") from exc
+    return model.eval(), oc.get_tokenizer(model_name)
