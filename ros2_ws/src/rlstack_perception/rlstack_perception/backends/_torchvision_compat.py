@@ -362,5 +362,6 @@ def import_open_clip() -> types.ModuleType:
     try:
         return import_with_torchvision("open_clip")
     except ImportError as exc:
-        raise ImportError(f"CLIP backend needs the open_clip package (pip install --no-deps open-clip-torch, "
-                          f"requirements/nodeps.txt, plus ftfy, regex, huggingface-hub, safetensors): {exc}") from exc
+        raise ImportError(f"CLIP backend needs the open_clip package (rlstack's 'make setup' installs it from "
+                          f"requirements/nodeps.txt without dependencies, plus ftfy, regex, huggingface-hub and "
+                          f"safetensors from requirements/perception.txt): {exc}") from exc
