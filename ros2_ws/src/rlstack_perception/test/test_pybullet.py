@@ -33,7 +33,8 @@ def test_depth_plane_segments_match_ground_truth_masks(sim):
         segs = seg.segment(f, pts, valid, support_levels(pts, valid))
         for gm in st.gt_masks(f, objs, 30).values():
             ious.append(max(((s.mask & gm).sum() / (s.mask | gm).sum() for s in segs), default=0.0))
-    assert len(ious) >= 6 and np.median(ious) > 0.95 and np.mean(ious) > 0.85
+    # 0.97: the overlap the issue quotes for a weight-free depth segmenter (measured here: ~0.99)
+    assert len(ious) >= 6 and np.median(ious) > 0.95 and np.mean(ious) > 0.97
 
 
 def test_end_to_end_map_localises_and_answers_unseen_wordings():
