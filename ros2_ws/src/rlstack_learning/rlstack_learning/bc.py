@@ -30,7 +30,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from . import atomic
+from rlstack_common import atomic
 from .checkpoints import _SpaceOnlyEnv, save_model_dir
 from .envs import TRAIN_SEED_LIMIT, VALIDATION_SEED_BASE
 

@@ -24,7 +24,7 @@ import os
 import shutil
 from typing import Any, Dict, Optional, Tuple
 
-from .atomic import sha256_file, staged_dir
+from rlstack_common.atomic import sha256_file, staged_dir
 
 CKPT_PREFIX = "step_"
 

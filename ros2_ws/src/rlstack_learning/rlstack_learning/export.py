@@ -20,7 +20,7 @@ from typing import Any, Dict, Optional
 import numpy as np
 import yaml
 
-from . import atomic
+from rlstack_common import atomic
 from .bundle import load as load_bundle
 from .checkpoints import load_model_dir
 from .envs import ENVS, EVAL_SEED_BASE

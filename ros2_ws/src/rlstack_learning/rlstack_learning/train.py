@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 import yaml
 
-from . import atomic
+from rlstack_common import atomic
 from .checkpoints import (checkpoint_dir, clean_partial, latest_checkpoint, prune_checkpoints,
                           save_model_dir)
 from .config import OFF_POLICY, ConfigError, TrainConfig, algorithms, build_hyperparams, load, validate

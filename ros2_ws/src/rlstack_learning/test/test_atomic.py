@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from rlstack_learning import atomic
+from rlstack_common import atomic
 from rlstack_learning.checkpoints import clean_partial, latest_checkpoint
 
 

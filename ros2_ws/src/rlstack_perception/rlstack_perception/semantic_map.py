@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -23,6 +22,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
+
+from rlstack_common import atomic
 
 FORMAT = "rlstack_semantic_map/1"
 
@@ -208,26 +209,10 @@ class SemanticMapCore:
     # ---------------------------------------------------------------- persistence
     def save(self, path: os.PathLike | str, frame_id: str = "map") -> Path:
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
         with self._lock:
             doc = {"format": FORMAT, "frame_id": frame_id, "saved_at": time.time(), "next_id": self._next_id,
                    "objects": [o.to_json() for o in self.objects.values()]}
-        data = json.dumps(doc).encode()
-        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        atomic.write_bytes(str(path), json.dumps(doc).encode())
         return path
 
     def load(self, path: os.PathLike | str) -> int:
