@@ -126,6 +126,10 @@ def test_stale_nan_estop_and_deactivate_give_the_safe_action(ros_processes, ros_
     estop = ros_probe.publisher("/estop", Bool)
     estop.publish(Bool(data=True))
     wait_force(ros_probe, forces, lambda f: f == 0.0, "the safe action on e-stop", count=5)
+    # Zero forces alone do not prove the node has seen the e-stop (a stale observation on a
+    # loaded machine also gives 0 N); its trip counter does. The topic and the reset service
+    # are separate channels, so wait for that before asking for a reset.
+    wait_diag(ros_probe, diag, lambda v: int(v["estop_trips"]) >= 1, what="the e-stop trip counted")
     reset = ros_probe.call(Trigger, f"{NODE}/reset_estop", Trigger.Request())
     assert not reset.success and "still asserted" in reset.message
     estop.publish(Bool(data=False))
