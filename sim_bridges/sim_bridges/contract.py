@@ -391,6 +391,14 @@ class SimBackend(abc.ABC):
     def ground_truth(self) -> Dict[str, ObjectState]:
         """Privileged object states, for evaluation and training rewards only."""
 
+    def set_object_pose(self, name: str, pose: Pose) -> None:
+        """Place a free object at ``pose`` (at rest), for evaluation set-ups such as a fetch layout.
+
+        Call it after :meth:`reset`; the next reset undoes it. ``ValueError`` for an unknown object
+        name or a non-finite pose. Optional: the default raises :class:`NotSupported`.
+        """
+        raise NotSupported("set_object_pose", self.scene_name, [])
+
     def static_occupancy(self) -> List[OccupancyBox]:
         """2-D footprints of the static geometry of the scene (walls, furniture)."""
         raise self._not_supported(Capability.STATIC_OCCUPANCY)

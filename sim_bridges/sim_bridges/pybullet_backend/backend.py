@@ -542,6 +542,18 @@ class PyBulletBackend(SimBackend):
                 out.append(LinkTransform(names[parent], names[index], Pose(pos, orn)))
         return out
 
+    def set_object_pose(self, name: str, pose: Pose) -> None:
+        self._check_loaded()
+        if name not in self._objects:
+            raise ValueError(f"unknown object '{name}'; objects: {', '.join(sorted(self._objects))}")
+        values = list(pose.position) + list(pose.orientation)
+        if not all(math.isfinite(float(v)) for v in values):
+            raise ValueError(f"pose of '{name}' is not finite: {values}")
+        obj = self._objects[name]
+        p.resetBasePositionAndOrientation(obj.body, *self._link_to_com(obj, pose), physicsClientId=self._cid)
+        p.resetBaseVelocity(obj.body, (0, 0, 0), (0, 0, 0), physicsClientId=self._cid)
+        p.changeDynamics(obj.body, -1, activationState=p.ACTIVATION_STATE_WAKE_UP, physicsClientId=self._cid)
+
     def ground_truth(self) -> Dict[str, ObjectState]:
         self._check_loaded()
         cid = self._cid

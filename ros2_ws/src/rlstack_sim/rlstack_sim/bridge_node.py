@@ -485,18 +485,32 @@ class SimBridge(Node):
             response.success = False
             response.message = f"unknown scene '{scene}'; valid scenes: {', '.join(self._scene_names())}"
             return response
+        names, poses = list(request.object_names), list(request.object_poses)
+        if len(names) != len(poses):
+            response.success = False
+            response.message = f"object_names ({len(names)}) and object_poses ({len(poses)}) differ in length"
+            return response
         try:
             if scene != self.scene:
                 self.sim.load_scene(scene, seed=int(request.seed))
                 self._setup_scene(scene)
             else:
                 self.sim.reset(int(request.seed))
-        except ValueError as exc:  # e.g. a negative seed
+            from sim_bridges.contract import Pose as SimPose
+
+            for name, pose in zip(names, poses):  # evaluation layouts: after the seeded placement
+                o = pose.orientation
+                self.sim.set_object_pose(name, SimPose([pose.position.x, pose.position.y, pose.position.z],
+                                                       [o.x, o.y, o.z, o.w]))
+        except ValueError as exc:  # e.g. a negative seed, an unknown object, a non-finite pose
+            self.sim.reset(int(request.seed)) if scene == self.scene else None
+            self._after_reset()
             response.success, response.message = False, f"reset failed: {exc}"
             return response
         self._after_reset()
         response.success = True
-        response.message = f"scene '{scene}' reset with seed {request.seed}"
+        moved = f", moved {', '.join(names)}" if names else ""
+        response.message = f"scene '{scene}' reset with seed {request.seed}{moved}"
         response.sim_time = convert.time_msg(self.sim.sim_time)
         return response
 

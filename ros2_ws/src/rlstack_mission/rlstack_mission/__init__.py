@@ -1,0 +1,1 @@
+"""rlstack_mission: the fetch mission and its recording tools."""

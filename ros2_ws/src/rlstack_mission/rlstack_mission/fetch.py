@@ -1,0 +1,404 @@
+"""The fetch mission, pure Python (no rclpy): find an object named in words, bring it to a drop-off point.
+
+Read :meth:`FetchMission.run` top to bottom; it is the whole mission::
+
+    LOCATE    ask the semantic map for the text; a match needs ``min_match_score``
+    EXPLORE   nothing matched: visit the exploration waypoints, looking around at each and
+              asking again, until found or ``explore_timeout_s``                -> NOT_FOUND
+    NAVIGATE  choose the free side of the object's support (table) nearest to it, drive to a
+              staging pose there (the navigation stack plans, replans on a blocked path),
+              look again to refine the object's position, dock straight in   -> UNREACHABLE
+    GRASP     run the lift controller; on failure release, back off, re-observe and retry,
+              up to ``max_grasp_attempts``                                   -> GRASP_FAILED
+    RETURN    stow the arm in its carry pose, back off, drive to the stand pose behind the
+              drop-off point                                                 -> UNREACHABLE
+    DROP      open the gripper above the drop-off point                      -> SUCCEEDED
+
+Everything that touches the robot goes through :class:`RobotPorts` (the ROS node implements it
+with the semantic-map service, the NavigateTo action, the policy node's lifecycle and a few
+topics); the decisions and the geometry live here and are unit-tested without ROS.
+Failures end the mission with a code of ``rlstack_interfaces/action/Fetch`` and a reason a
+person can act on.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple
+
+import numpy as np
+
+PHASES = ("LOCATE", "EXPLORE", "NAVIGATE", "GRASP", "RETURN", "DROP")
+
+
+class FetchCode(IntEnum):
+    """Result codes, identical to ``rlstack_interfaces/action/Fetch``."""
+
+    SUCCEEDED = 0
+    NOT_FOUND = 1
+    UNREACHABLE = 2
+    GRASP_FAILED = 3
+    CANCELED = 4
+    ERROR = 5
+
+
+class MissionAborted(Exception):
+    """Ends the mission with ``code`` and ``reason``."""
+
+    def __init__(self, code: FetchCode, reason: str) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Match:
+    """One answer of the semantic map: an object, where it is (map frame) and how well it matched."""
+
+    object_id: int
+    label: str
+    x: float
+    y: float
+    z: float
+    score: float
+
+
+@dataclass(frozen=True)
+class Pose2D:
+    x: float
+    y: float
+    yaw: float
+
+    def distance_to(self, x: float, y: float) -> float:
+        return math.hypot(self.x - x, self.y - y)
+
+
+@dataclass(frozen=True)
+class NavOutcome:
+    ok: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class GraspOutcome:
+    ok: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Approach:
+    """Where to stand to grasp an object from its support."""
+
+    staging: Pose2D          # free pose facing the object, ``staging_clearance`` from the support's edge
+    edge_distance: float     # object centre -> support edge along the approach direction (m)
+    edge_x: float            # where the approach line crosses the support's edge (map frame)
+    edge_y: float
+    out_x: float             # unit vector from the object out through that edge
+    out_y: float
+
+    def dock_distance(self, base: Pose2D, grasp_clearance: float) -> float:
+        """How far to drive straight ahead from ``base`` to stand ``grasp_clearance`` from the edge."""
+        gx, gy = self.edge_x + grasp_clearance * self.out_x, self.edge_y + grasp_clearance * self.out_y
+        # the base stands out along +out and faces the object: what lies between it and the grasp
+        # stand-off, measured along +out, is the distance to drive ahead
+        return (base.x - gx) * self.out_x + (base.y - gy) * self.out_y
+
+
+@dataclass
+class FetchParams:
+    """Mission parameters (the node declares each of them; see launch/params/mission.yaml)."""
+
+    min_match_score: float = 0.6            # a semantic-map match needs at least this score (cosine, -1..1)
+    explore_waypoints: Sequence[Tuple[float, float, float]] = ()  # (x, y, yaw) visited in order while exploring
+    look_around_yaws: int = 4               # headings looked at on each waypoint (360 deg / n apart); 0: none
+    explore_timeout_s: float = 240.0        # give up exploring after this long (s)
+    max_grasp_attempts: int = 3             # grasps tried before GRASP_FAILED
+    max_nav_attempts: int = 2               # navigation tries per leg (the controller itself replans on a blocked path)
+    staging_clearance: float = 0.62         # base centre -> support edge at the staging pose (m); the
+                                            # navigation footprint (robot_radius) must fit
+    grasp_clearance: float = 0.42           # base centre -> support edge when grasping (m), as the lift policy was trained
+    max_edge_distance: float = 0.34         # objects farther than this from every support edge are out of the arm's reach (m)
+    approach_headings: int = 72             # directions tried around the object when choosing the approach side
+    reobserve_max_shift: float = 0.25       # a refined match farther than this from the first estimate is another object (m)
+    carry_offset: float = 0.40              # carried object ahead of base_link (m): the stand pose is this far behind the drop-off
+    settle_s: float = 1.0                   # wait after docking / releasing (s), for the map and the object to settle
+
+
+class RobotPorts(Protocol):
+    """What the mission needs from the robot. Blocking calls; each may raise :class:`MissionAborted`
+    (e.g. CANCELED) to end the mission at once."""
+
+    def query(self, text: str) -> List[Match]: ...
+    def navigate(self, pose: Pose2D) -> NavOutcome: ...
+    def base_pose(self) -> Pose2D: ...
+    def occupancy(self) -> Tuple[np.ndarray, float, Tuple[float, float]]:
+        """(occupied mask [row, col], resolution, (origin x, origin y)) of the static map."""
+    def drive_straight(self, distance: float) -> NavOutcome: ...
+    def grasp(self, target: Match) -> GraspOutcome: ...
+    def recover_arm(self) -> None: ...
+    def stow(self) -> GraspOutcome: ...
+    def release(self) -> None: ...
+    def wait(self, seconds: float) -> None: ...
+    def feedback(self, phase: str, detail: str) -> None: ...
+
+
+# ----------------------------------------------------------------------------- geometry
+def best_match(matches: Sequence[Match], min_score: float, near: Optional[Tuple[float, float]] = None,
+               max_shift: float = math.inf) -> Optional[Match]:
+    """The best-scoring match at or above ``min_score`` (optionally within ``max_shift`` of ``near``)."""
+    ok = [m for m in matches if math.isfinite(m.score) and m.score >= min_score
+          and all(math.isfinite(v) for v in (m.x, m.y, m.z))]
+    if near is not None:
+        ok = [m for m in ok if math.hypot(m.x - near[0], m.y - near[1]) <= max_shift]
+    return max(ok, key=lambda m: m.score) if ok else None
+
+
+def _occupied(mask: np.ndarray, resolution: float, origin: Tuple[float, float], x: float, y: float) -> bool:
+    col = int(math.floor((x - origin[0]) / resolution))
+    row = int(math.floor((y - origin[1]) / resolution))
+    if not (0 <= row < mask.shape[0] and 0 <= col < mask.shape[1]):
+        return True  # outside the map counts as blocked
+    return bool(mask[row, col])
+
+
+def clearance(mask: np.ndarray, resolution: float, origin: Tuple[float, float], x: float, y: float,
+              radius: float) -> bool:
+    """True when no occupied cell lies within ``radius`` of (x, y)."""
+    r = int(math.ceil(radius / resolution))
+    col = int(math.floor((x - origin[0]) / resolution))
+    row = int(math.floor((y - origin[1]) / resolution))
+    r0, r1, c0, c1 = row - r, row + r + 1, col - r, col + r + 1
+    if r0 < 0 or c0 < 0 or r1 > mask.shape[0] or c1 > mask.shape[1]:
+        return False
+    rows, cols = np.mgrid[r0:r1, c0:c1]
+    cx = origin[0] + (cols + 0.5) * resolution
+    cy = origin[1] + (rows + 0.5) * resolution
+    near = (cx - x) ** 2 + (cy - y) ** 2 <= radius ** 2
+    return not bool(np.any(mask[r0:r1, c0:c1] & near))
+
+
+def _edge_distance(mask: np.ndarray, resolution: float, origin: Tuple[float, float], x: float, y: float,
+                   c: float, s: float, limit: float) -> float:
+    """Distance from (x, y) along (c, s) to the first free point (inf beyond ``limit``)."""
+    step = 0.1 * resolution
+    d = 0.0
+    while d <= limit:
+        if not _occupied(mask, resolution, origin, x + d * c, y + d * s):
+            return d
+        d += step
+    return math.inf
+
+
+def plan_approaches(mask: np.ndarray, resolution: float, origin: Tuple[float, float], x: float, y: float,
+                    params: FetchParams, robot_radius: float) -> List[Approach]:
+    """Ways to stand at the object's support, best (object nearest to the edge) first, one per side.
+
+    For each of ``approach_headings`` directions, march from the object until the map is free:
+    that is the support's edge on that side. Around the shortest march lies an arc of directions
+    whose marches are nearly as short (the grid is coarse); its middle is perpendicular to the
+    nearest edge, where the arm reaches the object most easily. An approach qualifies when the
+    staging pose, ``staging_clearance`` out from the edge, is free for the robot's footprint.
+    An object on free floor has no support: [] (the lift controller grasps from tables only).
+    """
+    if not _occupied(mask, resolution, origin, x, y):
+        return []
+    n = params.approach_headings
+    thetas = [2.0 * math.pi * k / n for k in range(n)]
+    dists = [_edge_distance(mask, resolution, origin, x, y, math.cos(t), math.sin(t), params.max_edge_distance)
+             for t in thetas]
+    tol = 1.5 * resolution
+    used = [False] * n
+    out: List[Approach] = []
+    for k in sorted(range(n), key=lambda i: dists[i]):
+        if used[k] or not math.isfinite(dists[k]):
+            continue
+        # grow the arc of near-minimal directions around k, then aim at its middle
+        lo = hi = k
+        while (lo - 1) % n != k and math.isfinite(dists[(lo - 1) % n]) and dists[(lo - 1) % n] <= dists[k] + tol:
+            lo -= 1
+        while (hi + 1) % n != lo % n and math.isfinite(dists[(hi + 1) % n]) and dists[(hi + 1) % n] <= dists[k] + tol:
+            hi += 1
+        theta = 0.5 * (thetas[lo % n] + (thetas[lo % n] + (hi - lo) * 2.0 * math.pi / n))
+        # mark this side (the arc and 45 deg around it) as done
+        for i in range(lo - n // 8, hi + n // 8 + 1):
+            used[i % n] = True
+        c, s = math.cos(theta), math.sin(theta)
+        d = _edge_distance(mask, resolution, origin, x, y, c, s, params.max_edge_distance)
+        if not math.isfinite(d):
+            continue
+        sx, sy = x + (d + params.staging_clearance) * c, y + (d + params.staging_clearance) * s
+        if not clearance(mask, resolution, origin, sx, sy, robot_radius):
+            continue
+        out.append(Approach(Pose2D(sx, sy, math.atan2(-s, -c)), d, x + d * c, y + d * s, c, s))
+    out.sort(key=lambda a: a.edge_distance)
+    return out
+
+
+def stand_pose_for_drop(x: float, y: float, yaw: float, carry_offset: float) -> Pose2D:
+    """Where the base stands so that the carried object (``carry_offset`` ahead of it) is above (x, y)."""
+    return Pose2D(x - carry_offset * math.cos(yaw), y - carry_offset * math.sin(yaw), yaw)
+
+
+# ----------------------------------------------------------------------------- the mission
+@dataclass
+class FetchResult:
+    code: FetchCode
+    reason: str
+    phase_durations: Dict[str, float] = field(default_factory=dict)
+    grasp_attempts: int = 0
+    target: Optional[Match] = None
+    distance_driven: float = 0.0
+
+
+class FetchMission:
+    """One fetch: ``FetchMission(ports, params, robot_radius).run(query, dropoff)``."""
+
+    def __init__(self, ports: RobotPorts, params: FetchParams, robot_radius: float,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.ports, self.p, self.robot_radius, self.clock = ports, params, robot_radius, clock
+        self._phase: Optional[str] = None
+        self._phase_t0 = 0.0
+        self.durations: Dict[str, float] = {}
+
+    # -- bookkeeping
+    def _enter(self, phase: str, detail: str = "") -> None:
+        now = self.clock()
+        if self._phase is not None:
+            self.durations[self._phase] = self.durations.get(self._phase, 0.0) + now - self._phase_t0
+        self._phase, self._phase_t0 = phase, now
+        self.ports.feedback(phase, detail)
+
+    def _close(self) -> None:
+        self._enter("END") if self._phase else None
+        self.durations.pop("END", None)
+
+    # -- the mission
+    def run(self, query: str, dropoff: Pose2D) -> FetchResult:
+        result = FetchResult(FetchCode.ERROR, "not started")
+        try:
+            if not query.strip():
+                raise MissionAborted(FetchCode.ERROR, "empty query: say what to fetch, e.g. 'the yellow cube'")
+            if not all(math.isfinite(v) for v in (dropoff.x, dropoff.y, dropoff.yaw)):
+                raise MissionAborted(FetchCode.ERROR, "drop-off pose is not finite")
+            target = self._locate(query)
+            result.target = target
+            target = self._navigate_and_grasp(query, target, result)
+            result.target = target
+            self._return(dropoff)
+            self._enter("DROP", "opening the gripper above the drop-off point")
+            self.ports.release()
+            self.ports.wait(self.p.settle_s)
+            result.code, result.reason = FetchCode.SUCCEEDED, f"brought '{target.label}' to the drop-off"
+        except MissionAborted as exc:
+            result.code, result.reason = exc.code, exc.reason
+        self._close()
+        result.phase_durations = dict(self.durations)
+        return result
+
+    def _locate(self, query: str) -> Match:
+        self._enter("LOCATE", f"asking the semantic map for '{query}'")
+        found = best_match(self.ports.query(query), self.p.min_match_score)
+        if found is not None:
+            return found
+        self._enter("EXPLORE", f"'{query}' not in the map yet: exploring")
+        deadline = self.clock() + self.p.explore_timeout_s
+        for i, (x, y, yaw) in enumerate(self.p.explore_waypoints):
+            if self.clock() > deadline:
+                break
+            self.ports.feedback("EXPLORE", f"waypoint {i + 1}/{len(self.p.explore_waypoints)} ({x:.1f}, {y:.1f})")
+            outcome = self.ports.navigate(Pose2D(x, y, yaw))
+            if not outcome.ok:
+                self.ports.feedback("EXPLORE", f"skipping waypoint {i + 1}: {outcome.reason}")
+            n = max(1, self.p.look_around_yaws)
+            for k in range(n):
+                found = best_match(self.ports.query(query), self.p.min_match_score)
+                if found is not None:
+                    return found
+                if self.clock() > deadline or k == n - 1 or self.p.look_around_yaws == 0:
+                    break
+                here = self.ports.base_pose()
+                self.ports.navigate(Pose2D(here.x, here.y, here.yaw + 2 * math.pi / n))
+        raise MissionAborted(FetchCode.NOT_FOUND,
+                             f"nothing in the semantic map matched '{query}' with score >= {self.p.min_match_score:g} "
+                             f"after exploring {len(self.p.explore_waypoints)} waypoint(s)")
+
+    def _approaches(self, target: Match) -> List[Approach]:
+        mask, res, origin = self.ports.occupancy()
+        approaches = plan_approaches(mask, res, origin, target.x, target.y, self.p, self.robot_radius)
+        if not approaches:
+            on_floor = not _occupied(mask, res, origin, target.x, target.y)
+            why = ("it lies on the floor, and the lift controller grasps from tables only" if on_floor else
+                   "no side of its support is free for the robot within reach of the arm")
+            raise MissionAborted(FetchCode.UNREACHABLE,
+                                 f"cannot stand to grasp '{target.label}' at ({target.x:.2f}, {target.y:.2f}): {why}")
+        return approaches
+
+    def _drive_to(self, pose: Pose2D, what: str) -> NavOutcome:
+        outcome = NavOutcome(False, "not tried")
+        for attempt in range(max(1, self.p.max_nav_attempts)):
+            outcome = self.ports.navigate(pose)
+            if outcome.ok:
+                return outcome
+            self.ports.feedback(self._phase or "NAVIGATE", f"{what}: attempt {attempt + 1} failed ({outcome.reason})")
+        return outcome
+
+    def _navigate_and_grasp(self, query: str, target: Match, result: FetchResult) -> Match:
+        failures: List[str] = []
+        for attempt in range(1, self.p.max_grasp_attempts + 1):
+            self._enter("NAVIGATE", f"to '{target.label}' at ({target.x:.2f}, {target.y:.2f}), grasp attempt {attempt}")
+            reached = None
+            nav_reasons = []
+            for approach in self._approaches(target):
+                outcome = self._drive_to(approach.staging, "staging pose")
+                if outcome.ok:
+                    reached = approach
+                    break
+                nav_reasons.append(outcome.reason)
+            if reached is None:
+                raise MissionAborted(FetchCode.UNREACHABLE,
+                                     f"could not reach any side of '{target.label}': " + "; ".join(nav_reasons))
+            # re-observe from the staging pose: the map's estimate is best from close by
+            self.ports.wait(self.p.settle_s)
+            refined = best_match(self.ports.query(query), self.p.min_match_score, near=(target.x, target.y),
+                                 max_shift=self.p.reobserve_max_shift)
+            if refined is not None:
+                target = refined
+            dock = min(max(0.0, reached.dock_distance(self.ports.base_pose(), self.p.grasp_clearance)),
+                       self.p.staging_clearance)
+            docked = self.ports.drive_straight(dock)
+            if not docked.ok:
+                failures.append(f"docking: {docked.reason}")
+                self.ports.drive_straight(-dock)
+                continue
+            self._enter("GRASP", f"lifting '{target.label}' (attempt {attempt}/{self.p.max_grasp_attempts})")
+            result.grasp_attempts = attempt
+            grasp = self.ports.grasp(target)
+            if grasp.ok:
+                self._enter("RETURN", "stowing the arm in its carry pose")
+                stowed = self.ports.stow()
+                self.ports.drive_straight(-dock)
+                if not stowed.ok:
+                    raise MissionAborted(FetchCode.GRASP_FAILED, f"lost '{target.label}' while stowing: {stowed.reason}")
+                return target
+            failures.append(grasp.reason)
+            self.ports.feedback("GRASP", f"attempt {attempt} failed: {grasp.reason}; backing off to look again")
+            self.ports.recover_arm()
+            self.ports.drive_straight(-dock)
+            self.ports.wait(self.p.settle_s)
+            again = best_match(self.ports.query(query), self.p.min_match_score, near=(target.x, target.y),
+                               max_shift=self.p.reobserve_max_shift)
+            if again is not None:
+                target = again
+        raise MissionAborted(FetchCode.GRASP_FAILED,
+                             f"could not lift '{target.label}' in {self.p.max_grasp_attempts} attempt(s): "
+                             + "; ".join(failures))
+
+    def _return(self, dropoff: Pose2D) -> None:
+        self._enter("RETURN", f"carrying to ({dropoff.x:.2f}, {dropoff.y:.2f})")
+        stand = stand_pose_for_drop(dropoff.x, dropoff.y, dropoff.yaw, self.p.carry_offset)
+        outcome = self._drive_to(stand, "drop-off")
+        if not outcome.ok:
+            raise MissionAborted(FetchCode.UNREACHABLE, f"could not reach the drop-off: {outcome.reason}")

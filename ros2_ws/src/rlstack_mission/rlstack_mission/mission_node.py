@@ -1,0 +1,579 @@
+"""``mission``: the fetch mission node (action ``/fetch``, rlstack_interfaces/action/Fetch).
+
+A thin adapter: :class:`rlstack_mission.fetch.FetchMission` decides; this node gives it the
+robot through ROS (:class:`RosPorts`):
+
+Calls       /semantic_map/query (rlstack_interfaces/srv/QueryObjects)
+            /navigate_to (rlstack_interfaces/action/NavigateTo)
+            /<policy_node>/change_state, get_state (lifecycle_msgs): the lift controller
+Subscribes  /odom, /map (latched), /tf, /tf_static, /joint_states,
+            /sim_ground_truth/markers (sim only: the grasp target's pose, see below)
+Publishes   /grasp_target (geometry_msgs/PoseStamped in base_link, 20 Hz while grasping and carrying),
+            /fetch/dropoff (PoseStamped, latched), /cmd_vel (only the short straight docking
+            moves), /arm/ee_delta + /arm/gripper (carry pose, recovery, drop), /diagnostics
+
+Grasp target: the lift policy reads the object's pose in ``base_link`` on /grasp_target. In
+simulation this node publishes it from the simulator's ground truth of the object the semantic
+map matched (the nearest ground-truth object to the perceived position, within
+``target_match_radius``): perception chooses *which* object, the simulator says exactly where
+it is. A real robot needs an object-pose tracker publishing /grasp_target instead
+(``grasp_target_source: topic`` leaves the topic to it). See docs/mission.md.
+
+The action runs in its own thread (MultiThreadedExecutor, reentrant callbacks): the mission is
+a sequence of blocking steps, while topics and service replies keep arriving.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import threading
+import time
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+import rclpy
+from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import PoseStamped, Twist, Vector3
+from lifecycle_msgs.msg import Transition
+from lifecycle_msgs.srv import ChangeState, GetState
+from nav_msgs.msg import OccupancyGrid, Odometry
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool, String
+from tf2_msgs.msg import TFMessage
+from visualization_msgs.msg import MarkerArray
+
+from rlstack_common import declare_parameter
+from rlstack_interfaces.action import Fetch, NavigateTo
+from rlstack_interfaces.srv import QueryObjects
+
+from .fetch import (PHASES, FetchCode, FetchMission, FetchParams, GraspOutcome, Match, MissionAborted,
+                    NavOutcome, Pose2D)
+from .frames import TfTree, yaw_of, to_frame
+
+LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
+FINGERS = ("panda_finger_joint1", "panda_finger_joint2")
+
+
+class MissionNode(Node):
+    def __init__(self) -> None:
+        super().__init__("mission")
+        d = lambda *a, **k: declare_parameter(self, *a, **k)  # noqa: E731
+        p = FetchParams()
+        waypoints = d("explore_waypoints", [0.0], "Exploration waypoints, flat list x1, y1, yaw1, x2, ... (map frame; m, rad)")
+        if len(waypoints) % 3:
+            raise ValueError(f"explore_waypoints must hold (x, y, yaw) triples, got {len(waypoints)} numbers")
+        self.params_ = FetchParams(
+            min_match_score=d("min_match_score", p.min_match_score, "Least semantic-map score of a match (cosine)",
+                              min_value=-1.0, max_value=1.0),
+            explore_waypoints=[tuple(waypoints[i:i + 3]) for i in range(0, len(waypoints) - 2, 3)],
+            look_around_yaws=d("look_around_yaws", p.look_around_yaws, "Headings looked at per waypoint (0: none)",
+                               min_value=0, max_value=36),
+            explore_timeout_s=d("explore_timeout_s", p.explore_timeout_s, "Exploration time limit, s",
+                                min_value=1.0, max_value=3600.0),
+            max_grasp_attempts=d("max_grasp_attempts", p.max_grasp_attempts, "Grasps tried before GRASP_FAILED",
+                                 min_value=1, max_value=20),
+            max_nav_attempts=d("max_nav_attempts", p.max_nav_attempts, "Navigation tries per leg", min_value=1,
+                               max_value=10),
+            staging_clearance=d("staging_clearance", p.staging_clearance, "Base centre to support edge at the "
+                                "staging pose, m", min_value=0.1, max_value=3.0),
+            grasp_clearance=d("grasp_clearance", p.grasp_clearance, "Base centre to support edge when grasping, m",
+                              min_value=0.1, max_value=3.0),
+            max_edge_distance=d("max_edge_distance", p.max_edge_distance, "Reach limit: object to support edge, m",
+                                min_value=0.0, max_value=2.0),
+            approach_headings=d("approach_headings", p.approach_headings, "Approach directions tried",
+                                min_value=4, max_value=720),
+            reobserve_max_shift=d("reobserve_max_shift", p.reobserve_max_shift, "Largest shift of a re-observed "
+                                  "object, m", min_value=0.01, max_value=5.0),
+            carry_offset=d("carry_offset", p.carry_offset, "Carried object ahead of base_link, m", min_value=0.0,
+                           max_value=2.0),
+            settle_s=d("settle_s", p.settle_s, "Wait after docking or releasing, s", min_value=0.0, max_value=30.0),
+        )
+        self.robot_radius = d("robot_radius", 0.5, "Footprint radius used to check staging poses (as nav), m",
+                              min_value=0.01, max_value=5.0)
+        self.policy_node = d("policy_node", "/policy_node", "Lifecycle policy node serving the lift bundle")
+        self.grasp_source = d("grasp_target_source", "ground_truth", "Where /grasp_target comes from",
+                              constraints="one of: ground_truth, topic")
+        if self.grasp_source not in ("ground_truth", "topic"):
+            raise ValueError(f"grasp_target_source must be ground_truth or topic, got {self.grasp_source!r}")
+        self.target_match_radius = d("target_match_radius", 0.3, "Perceived -> ground-truth object match radius, m",
+                                     min_value=0.01, max_value=5.0)
+        self.grasp_timeout = d("grasp_timeout_s", 14.0, "Time for one lift, s (sim time)", min_value=1.0,
+                               max_value=600.0)
+        self.lift_height = d("lift_height", 0.10, "Lift needed for a grasp to count, m", min_value=0.01, max_value=1.0)
+        self.hold_s = d("hold_s", 1.0, "The lift must hold this long, s (sim time)", min_value=0.0, max_value=60.0)
+        self.min_finger_width = d("min_finger_width", 0.02, "Closed fingers wider than this hold something, m",
+                                  min_value=0.0, max_value=0.08)
+        carry = d("carry_point", [0.40, 0.0, 0.60], "Grasp point in base_link while carrying (x, y, z), m")
+        if len(carry) != 3:
+            raise ValueError("carry_point must be (x, y, z)")
+        self.carry_point = np.array(carry, dtype=float)
+        self.dock_speed = d("dock_speed", 0.12, "Straight docking speed, m/s", min_value=0.01, max_value=1.0)
+        self.base_frame = d("base_frame", "base_link", "Robot base frame")
+        self.map_frame = d("map_frame", "map", "Frame of navigation goals and of the semantic map")
+        self.ee_frame = d("ee_frame", "panda_grasptarget", "Grasp point frame")
+        self.rate_hz = d("control_rate_hz", 20.0, "Rate of the mission's own arm and docking loops, Hz",
+                         min_value=1.0, max_value=200.0)
+
+        self.group = ReentrantCallbackGroup()
+        g = dict(callback_group=self.group)
+        self.lock = threading.Lock()
+        self.tf = TfTree()
+        self.odom: Optional[Tuple[float, float, float, float, float]] = None  # x, y, z, yaw, stamp
+        self.grid: Optional[OccupancyGrid] = None
+        self.fingers: Optional[float] = None
+        self.gt: Dict[str, Tuple[np.ndarray, np.ndarray, str]] = {}  # name -> (position, quaternion, frame)
+        self.target_name: Optional[str] = None
+        self.goal_handle = None
+        self.status: Dict[str, Any] = {"phase": "IDLE", "detail": "", "missions": 0, "succeeded": 0}
+
+        self.create_subscription(Odometry, "/odom", self._on_odom, 20, **g)
+        self.create_subscription(OccupancyGrid, "/map", self._on_map, LATCHED, **g)
+        self.create_subscription(TFMessage, "/tf", lambda m: self.tf.update(m, static=False), 100, **g)
+        self.create_subscription(TFMessage, "/tf_static", lambda m: self.tf.update(m, static=True), LATCHED, **g)
+        self.create_subscription(JointState, "/joint_states", self._on_joints, 20, **g)
+        if self.grasp_source == "ground_truth":
+            self.create_subscription(MarkerArray, "/sim_ground_truth/markers", self._on_ground_truth, 10, **g)
+        self.target_pub = self.create_publisher(PoseStamped, "/grasp_target", 10)
+        self.dropoff_pub = self.create_publisher(PoseStamped, "/fetch/dropoff", LATCHED)
+        self.cmd_pub = self.create_publisher(Twist, "/cmd_vel", 10)
+        self.ee_pub = self.create_publisher(Vector3, "/arm/ee_delta", 10)
+        self.gripper_pub = self.create_publisher(Bool, "/arm/gripper", 10)
+        self.status_pub = self.create_publisher(String, "~/status", LATCHED)
+        self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+
+        self.query_client = self.create_client(QueryObjects, "/semantic_map/query", **g)
+        self.nav_client = ActionClient(self, NavigateTo, "/navigate_to", **g)
+        self.change_state = self.create_client(ChangeState, f"{self.policy_node}/change_state", **g)
+        self.get_state = self.create_client(GetState, f"{self.policy_node}/get_state", **g)
+        self.action = ActionServer(self, Fetch, "fetch", execute_callback=self._execute,
+                                   goal_callback=self._on_goal, cancel_callback=lambda _h: CancelResponse.ACCEPT, **g)
+        self.create_timer(1.0 / self.rate_hz, self._publish_target, **g)
+        self.create_timer(1.0, self._publish_diagnostics, **g)
+        self._publish_status()
+        self.get_logger().info(f"ready: action /fetch; {len(self.params_.explore_waypoints)} exploration waypoints; "
+                               f"lift controller {self.policy_node}; grasp target from {self.grasp_source}")
+
+    # ------------------------------------------------------------------ inputs
+    def _on_odom(self, msg: Odometry) -> None:
+        p, q = msg.pose.pose.position, msg.pose.pose.orientation
+        self.odom = (p.x, p.y, p.z, yaw_of((q.x, q.y, q.z, q.w)), time.monotonic())
+
+    def _on_map(self, msg: OccupancyGrid) -> None:
+        self.grid = msg
+
+    def _on_joints(self, msg: JointState) -> None:
+        idx = [i for i, n in enumerate(msg.name) if n in FINGERS]
+        if len(idx) == 2 and len(msg.position) == len(msg.name):
+            self.fingers = float(sum(msg.position[i] for i in idx))
+
+    def _on_ground_truth(self, msg: MarkerArray) -> None:
+        gt = {}
+        for m in msg.markers:
+            p, q = m.pose.position, m.pose.orientation
+            gt[m.ns] = (np.array([p.x, p.y, p.z]), np.array([q.x, q.y, q.z, q.w]), m.header.frame_id)
+        self.gt = gt
+
+    # ------------------------------------------------------------------ outputs
+    def _publish_target(self) -> None:
+        """While a target is set: its ground-truth pose in base_link on /grasp_target."""
+        name, odom = self.target_name, self.odom
+        if name is None or odom is None or name not in self.gt:
+            return
+        pos, quat, frame = self.gt[name]
+        try:
+            p_base, q_base = to_frame(self.tf, pos, quat, frame, self.base_frame)
+        except KeyError as exc:
+            self.get_logger().warning(f"grasp target: {exc}", throttle_duration_sec=5.0)
+            return
+        msg = PoseStamped()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.header.frame_id = self.base_frame
+        msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = (float(v) for v in p_base)
+        (msg.pose.orientation.x, msg.pose.orientation.y, msg.pose.orientation.z,
+         msg.pose.orientation.w) = (float(v) for v in q_base)
+        self.target_pub.publish(msg)
+
+    def _publish_status(self) -> None:
+        self.status_pub.publish(String(data=json.dumps(self.status)))
+
+    def _publish_diagnostics(self) -> None:
+        s = DiagnosticStatus(name="mission", hardware_id="rlstack", message=f"{self.status['phase']}: "
+                             f"{self.status['detail']}"[:200])
+        s.level = DiagnosticStatus.OK
+        s.values = [KeyValue(key=k, value=str(v)) for k, v in self.status.items()]
+        arr = DiagnosticArray(status=[s])
+        arr.header.stamp = self.get_clock().now().to_msg()
+        self.diag_pub.publish(arr)
+
+    # ------------------------------------------------------------------ the action
+    def _on_goal(self, goal) -> GoalResponse:
+        if self.goal_handle is not None:
+            self.get_logger().warning("rejecting a fetch goal: a fetch is running")
+            return GoalResponse.REJECT
+        return GoalResponse.ACCEPT
+
+    def _execute(self, goal_handle) -> Fetch.Result:
+        self.goal_handle = goal_handle
+        req = goal_handle.request
+        self.status.update(missions=self.status["missions"] + 1, query=req.query)
+        ports = RosPorts(self, goal_handle)
+        try:
+            dropoff = ports.dropoff_in_map(req.dropoff)
+            self.dropoff_pub.publish(req.dropoff)
+            mission = FetchMission(ports, self.params_, self.robot_radius)
+            result = mission.run(req.query, dropoff)
+        except MissionAborted as exc:  # bad drop-off frame etc.
+            from .fetch import FetchResult
+            result = FetchResult(exc.code, exc.reason)
+        except Exception as exc:  # never leave the robot moving on a bug
+            self.get_logger().error(f"fetch failed with an internal error: {exc!r}")
+            from .fetch import FetchResult
+            result = FetchResult(FetchCode.ERROR, f"internal error: {exc!r}")
+        finally:
+            ports.stop_all()
+            self.goal_handle = None
+        out = Fetch.Result(code=int(result.code), reason=result.reason)
+        names = [p for p in PHASES if p in result.phase_durations]
+        out.phase_names = names
+        out.phase_durations = [float(result.phase_durations[p]) for p in names]
+        self.status.update(phase="IDLE", detail=f"{result.code.name}: {result.reason}", last_result=result.code.name,
+                           grasp_attempts=result.grasp_attempts,
+                           target=None if result.target is None else result.target.label)
+        if result.code == FetchCode.SUCCEEDED:
+            self.status["succeeded"] += 1
+        self._publish_status()
+        self.get_logger().info(f"fetch '{req.query}': {result.code.name}: {result.reason}")
+        if result.code == FetchCode.SUCCEEDED:
+            goal_handle.succeed()
+        elif result.code == FetchCode.CANCELED and goal_handle.is_cancel_requested:
+            goal_handle.canceled()
+        else:
+            goal_handle.abort()
+        return out
+
+
+class RosPorts:
+    """:class:`rlstack_mission.fetch.RobotPorts` through ROS (runs in the action's thread)."""
+
+    def __init__(self, node: MissionNode, goal_handle) -> None:
+        self.n, self.goal = node, goal_handle
+        self.period = 1.0 / node.rate_hz
+
+    # -- plumbing
+    def _check_cancel(self) -> None:
+        if self.goal.is_cancel_requested:
+            raise MissionAborted(FetchCode.CANCELED, "canceled on request")
+        if not rclpy.ok():
+            raise MissionAborted(FetchCode.CANCELED, "shutting down")
+
+    def _wait_future(self, fut, timeout: float, what: str):
+        deadline = time.monotonic() + timeout
+        while not fut.done():
+            self._check_cancel()
+            if time.monotonic() > deadline:
+                raise MissionAborted(FetchCode.ERROR, f"{what}: no answer within {timeout:g} s")
+            time.sleep(0.01)
+        return fut.result()
+
+    def _sim_sleep(self, seconds: float) -> None:
+        """Sleep ``seconds`` of the node's clock (sim time under use_sim_time), wall-capped."""
+        clock = self.n.get_clock()
+        t_end = clock.now().nanoseconds + int(seconds * 1e9)
+        wall_end = time.monotonic() + 5.0 * seconds + 2.0
+        while clock.now().nanoseconds < t_end and time.monotonic() < wall_end:
+            self._check_cancel()
+            time.sleep(0.005)
+
+    def _sim_now(self) -> float:
+        return self.n.get_clock().now().nanoseconds * 1e-9
+
+    def feedback(self, phase: str, detail: str) -> None:
+        self.n.status.update(phase=phase, detail=detail)
+        self.n._publish_status()
+        self.n.get_logger().info(f"[{phase}] {detail}")
+        fb = Fetch.Feedback(phase=phase, detail=detail)
+        self.goal.publish_feedback(fb)
+
+    def wait(self, seconds: float) -> None:
+        self._sim_sleep(seconds)
+
+    def stop_all(self) -> None:
+        self.n.target_name = None
+        self.n.cmd_pub.publish(Twist())
+        try:
+            self._policy_transition(Transition.TRANSITION_DEACTIVATE, quiet=True)
+        except MissionAborted:
+            pass
+
+    # -- frames
+    def dropoff_in_map(self, msg: PoseStamped) -> Pose2D:
+        p, q = msg.pose.position, msg.pose.orientation
+        vals = (p.x, p.y, p.z, q.x, q.y, q.z, q.w)
+        if not all(math.isfinite(v) for v in vals):
+            raise MissionAborted(FetchCode.ERROR, "drop-off pose is not finite")
+        frame = msg.header.frame_id or self.n.map_frame
+        pos, quat = np.array([p.x, p.y, p.z]), np.array([q.x, q.y, q.z, q.w])
+        if frame != self.n.map_frame:
+            try:
+                pos, quat = to_frame(self.n.tf, pos, quat, frame, self.n.map_frame)
+            except KeyError as exc:
+                raise MissionAborted(FetchCode.ERROR, f"drop-off frame '{frame}' is unknown: {exc}") from None
+        return Pose2D(float(pos[0]), float(pos[1]), yaw_of(quat))
+
+    def base_pose(self) -> Pose2D:
+        odom = self._odom()
+        x, y, yaw = self.n.tf.odom_to_map(odom[0], odom[1], odom[3], self.n.map_frame)
+        return Pose2D(x, y, yaw)
+
+    def _odom(self):
+        deadline = time.monotonic() + 5.0
+        while self.n.odom is None or time.monotonic() - self.n.odom[4] > 1.0:
+            self._check_cancel()
+            if time.monotonic() > deadline:
+                raise MissionAborted(FetchCode.ERROR, "no /odom for 5 s")
+            time.sleep(0.01)
+        return self.n.odom
+
+    def occupancy(self):
+        deadline = time.monotonic() + 10.0
+        while self.n.grid is None:
+            self._check_cancel()
+            if time.monotonic() > deadline:
+                raise MissionAborted(FetchCode.ERROR, "no /map received within 10 s (is nav_controller running?)")
+            time.sleep(0.02)
+        g = self.n.grid
+        data = np.asarray(g.data, dtype=np.int16).reshape(g.info.height, g.info.width)
+        mask = (data >= 65) | (data < 0)  # unknown counts as blocked for standing poses
+        o = g.info.origin.position
+        return mask, float(g.info.resolution), (float(o.x), float(o.y))
+
+    # -- perception
+    def query(self, text: str) -> List[Match]:
+        if not self.n.query_client.wait_for_service(timeout_sec=10.0):
+            raise MissionAborted(FetchCode.ERROR, "the semantic map's query service /semantic_map/query is not up")
+        req = QueryObjects.Request(text=text, max_results=5, min_score=-1.0)
+        reply = self._wait_future(self.n.query_client.call_async(req), 10.0, "semantic map query")
+        if not reply.success:
+            self.n.get_logger().warning(f"semantic map query failed: {reply.message}", throttle_duration_sec=5.0)
+            return []
+        out = []
+        for m in reply.matches:
+            pos = np.array([m.object.position.x, m.object.position.y, m.object.position.z])
+            frame = reply.header.frame_id or self.n.map_frame
+            if frame != self.n.map_frame:
+                try:
+                    pos, _ = to_frame(self.n.tf, pos, np.array([0, 0, 0, 1.0]), frame, self.n.map_frame, None)
+                except KeyError:
+                    continue
+            out.append(Match(int(m.object.id), m.object.label, float(pos[0]), float(pos[1]), float(pos[2]),
+                             float(m.score)))
+        return out
+
+    # -- navigation
+    def navigate(self, pose: Pose2D) -> NavOutcome:
+        if not self.n.nav_client.wait_for_server(timeout_sec=10.0):
+            raise MissionAborted(FetchCode.ERROR, "navigation action /navigate_to is not up")
+        goal = NavigateTo.Goal()
+        goal.pose.header.frame_id = self.n.map_frame
+        goal.pose.pose.position.x, goal.pose.pose.position.y = pose.x, pose.y
+        goal.pose.pose.orientation.z, goal.pose.pose.orientation.w = math.sin(pose.yaw / 2), math.cos(pose.yaw / 2)
+        handle = self._wait_future(self.n.nav_client.send_goal_async(goal), 10.0, "navigate_to goal")
+        if not handle.accepted:
+            return NavOutcome(False, "navigation rejected the goal")
+        fut = handle.get_result_async()
+        try:
+            while not fut.done():
+                self._check_cancel()
+                time.sleep(0.02)
+        except MissionAborted:
+            handle.cancel_goal_async()
+            raise
+        res = fut.result().result
+        if res.code == NavigateTo.Result.SUCCEEDED:
+            return NavOutcome(True, res.reason)
+        names = {v: k for k, v in vars(NavigateTo.Result).items() if k.isupper() and isinstance(v, int)}
+        return NavOutcome(False, f"{names.get(res.code, res.code)}: {res.reason}")
+
+    def drive_straight(self, distance: float) -> NavOutcome:
+        """Closed loop on /odom along the current heading (docking): +ahead, -back."""
+        if abs(distance) < 0.005:
+            return NavOutcome(True)
+        x0, y0, _, yaw0, _ = self._odom()
+        c, s = math.cos(yaw0), math.sin(yaw0)
+        deadline = time.monotonic() + abs(distance) / self.n.dock_speed * 3.0 + 5.0
+        try:
+            while True:
+                self._check_cancel()
+                x, y, _, yaw, _ = self._odom()
+                done = (x - x0) * c + (y - y0) * s
+                remaining = distance - done
+                if abs(remaining) < 0.01:
+                    return NavOutcome(True)
+                if time.monotonic() > deadline:
+                    return NavOutcome(False, f"docking stalled {abs(remaining):.2f} m short")
+                v = math.copysign(min(self.n.dock_speed, 1.5 * abs(remaining) + 0.02), remaining)
+                w = -2.0 * math.remainder(yaw - yaw0, 2 * math.pi)
+                self.n.cmd_pub.publish(Twist(linear=Vector3(x=v), angular=Vector3(z=w)))
+                time.sleep(self.period)
+        finally:
+            self.n.cmd_pub.publish(Twist())
+
+    # -- the arm
+    def _policy_state(self) -> str:
+        if not self.n.get_state.wait_for_service(timeout_sec=10.0):
+            raise MissionAborted(FetchCode.ERROR, f"lift controller {self.n.policy_node} is not up")
+        reply = self._wait_future(self.n.get_state.call_async(GetState.Request()), 10.0, "policy get_state")
+        return reply.current_state.label
+
+    def _policy_transition(self, transition: int, quiet: bool = False) -> bool:
+        if not self.n.change_state.wait_for_service(timeout_sec=0.5 if quiet else 10.0):
+            if quiet:
+                return False
+            raise MissionAborted(FetchCode.ERROR, f"lift controller {self.n.policy_node} is not up")
+        req = ChangeState.Request()
+        req.transition.id = transition
+        reply = self._wait_future(self.n.change_state.call_async(req), 15.0, "policy change_state")
+        return bool(reply.success)
+
+    def _start_policy(self) -> None:
+        state = self._policy_state()
+        if state == "unconfigured":
+            if not self._policy_transition(Transition.TRANSITION_CONFIGURE):
+                raise MissionAborted(FetchCode.ERROR, "the lift controller failed to configure (see its log)")
+            state = "inactive"
+        if state == "inactive" and not self._policy_transition(Transition.TRANSITION_ACTIVATE):
+            raise MissionAborted(FetchCode.ERROR, "the lift controller failed to activate (see its log)")
+
+    def _ee(self) -> np.ndarray:
+        try:
+            pos, _ = self.n.tf.lookup(self.n.base_frame, self.n.ee_frame)
+        except KeyError as exc:
+            raise MissionAborted(FetchCode.ERROR, f"no grasp-point transform: {exc}") from None
+        return np.asarray(pos, dtype=float)
+
+    def _resolve_target(self, target: Match) -> str:
+        """Name of the ground-truth object the perceived match is (nearest within target_match_radius)."""
+        if self.n.grasp_source != "ground_truth":
+            return ""
+        deadline = time.monotonic() + 5.0
+        while not self.n.gt:
+            self._check_cancel()
+            if time.monotonic() > deadline:
+                raise MissionAborted(FetchCode.ERROR, "no /sim_ground_truth/markers (grasp_target_source: ground_truth)")
+            time.sleep(0.02)
+        best, best_d = None, math.inf
+        for name, (pos, _, frame) in self.n.gt.items():
+            try:
+                p_map, _ = to_frame(self.n.tf, pos, np.array([0, 0, 0, 1.0]), frame, self.n.map_frame, None)
+            except KeyError:
+                p_map = pos
+            dist = float(np.linalg.norm(p_map - np.array([target.x, target.y, target.z])))
+            if dist < best_d:
+                best, best_d = name, dist
+        if best is None or best_d > self.n.target_match_radius:
+            return ""
+        return best
+
+    def _target_height(self, name: str) -> Optional[float]:
+        if self.n.grasp_source == "ground_truth":
+            entry = self.n.gt.get(name)
+            return None if entry is None else float(entry[0][2])
+        return None
+
+    def grasp(self, target: Match) -> GraspOutcome:
+        name = self._resolve_target(target)
+        if self.n.grasp_source == "ground_truth" and not name:
+            return GraspOutcome(False, f"no object within {self.n.target_match_radius:g} m of the perceived "
+                                f"'{target.label}' (a false detection?)")
+        self.n.target_name = name or None
+        self._sim_sleep(2 * self.period)  # the policy sees a fresh target before it starts
+        rest_z = self._target_height(name)
+        self._start_policy()
+        t0 = self._sim_now()
+        held_since: Optional[float] = None
+        best_lift = 0.0
+        try:
+            while True:
+                self._check_cancel()
+                now = self._sim_now()
+                z = self._target_height(name)
+                lift = (z - rest_z) if (z is not None and rest_z is not None) else 0.0
+                best_lift = max(best_lift, lift)
+                holding = self.n.fingers is not None and self.n.fingers > self.n.min_finger_width
+                if lift >= self.n.lift_height and holding:
+                    held_since = now if held_since is None else held_since
+                    if now - held_since >= self.n.hold_s:
+                        return GraspOutcome(True, f"lifted {lift * 100:.0f} cm")
+                else:
+                    held_since = None
+                if now - t0 > self.n.grasp_timeout:
+                    why = "not lifted" if best_lift < 0.02 else f"lifted only {best_lift * 100:.0f} cm or not held"
+                    return GraspOutcome(False, f"{why} within {self.n.grasp_timeout:g} s")
+                time.sleep(self.period)
+        finally:
+            self._policy_transition(Transition.TRANSITION_DEACTIVATE, quiet=True)
+
+    def _move_ee(self, goal: np.ndarray, timeout_s: float, gripper_open: Optional[bool]) -> bool:
+        t_end = self._sim_now() + timeout_s
+        while self._sim_now() < t_end:
+            self._check_cancel()
+            err = goal - self._ee()
+            if np.linalg.norm(err) < 0.015:
+                return True
+            step = np.clip(err, -0.015, 0.015)
+            self.n.ee_pub.publish(Vector3(x=float(step[0]), y=float(step[1]), z=float(step[2])))
+            if gripper_open is not None:
+                self.n.gripper_pub.publish(Bool(data=gripper_open))
+            time.sleep(self.period)
+        return False
+
+    def stow(self) -> GraspOutcome:
+        self._move_ee(self.n.carry_point, 6.0, gripper_open=False)
+        holding = self.n.fingers is not None and self.n.fingers > self.n.min_finger_width
+        return GraspOutcome(holding, "" if holding else "the fingers closed on nothing")
+
+    def recover_arm(self) -> None:
+        self.n.target_name = None
+        self.n.gripper_pub.publish(Bool(data=True))
+        self._sim_sleep(0.5)
+        up = self._ee() + np.array([0.0, 0.0, 0.10])
+        self._move_ee(up, 2.0, gripper_open=True)
+        self._move_ee(self.n.carry_point, 4.0, gripper_open=True)
+
+    def release(self) -> None:
+        self.n.target_name = None
+        self.n.gripper_pub.publish(Bool(data=True))
+        self._sim_sleep(0.5)
+        self._move_ee(self._ee() + np.array([0.0, 0.0, 0.05]), 1.0, gripper_open=True)
+
+
+def main(args: Optional[List[str]] = None) -> int:
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = MissionNode()
+        executor = MultiThreadedExecutor(num_threads=4)
+        executor.add_node(node)
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except (ValueError, rclpy.exceptions.ParameterException) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
