@@ -7,6 +7,7 @@ from typing import Any, Callable, Dict, Tuple
 from .ball_plate import make_ball_plate_scene
 from .cartpole import make_cartpole_scene
 from .home import make_home_scene
+from .mobile_table import make_mobile_table_scene
 from .panda_table import make_panda_table_scene
 from .spec import COLORS, ObjectSpec, SceneSpec
 
@@ -17,6 +18,7 @@ SCENES: Dict[str, Callable[..., SceneSpec]] = {
     "ball_plate": make_ball_plate_scene,
     "panda_table": make_panda_table_scene,
     "home": make_home_scene,
+    "mobile_table": make_mobile_table_scene,
 }
 
 

@@ -22,6 +22,7 @@ ENTRY_POINTS = {
     "RlStack/CartPoleDiscrete-v0": "rlstack_learning.envs.cartpole:CartPoleDiscreteEnv",
     "RlStack/BallPlate-v0": "rlstack_learning.envs.ball_plate:BallPlateEnv",
     "RlStack/PandaLift-v0": "rlstack_learning.envs.lift:PandaLiftEnv",
+    "RlStack/MobileLift-v0": "rlstack_learning.envs.mobile_lift:MobileLiftEnv",
 }
 
 

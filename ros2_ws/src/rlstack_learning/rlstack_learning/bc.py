@@ -57,8 +57,9 @@ def _lift_expert(env):
     return scripted_expert(env)
 
 
-#: expert name -> factory(env.unwrapped) -> policy(obs) -> action
-EXPERTS: Dict[str, Callable[[Any], Callable[[np.ndarray], np.ndarray]]] = {"lift": _lift_expert}
+#: expert name -> factory(env.unwrapped) -> policy(obs) -> action (mobile_lift: lift's expert, its obs in base_link)
+EXPERTS: Dict[str, Callable[[Any], Callable[[np.ndarray], np.ndarray]]] = {"lift": _lift_expert,
+                                                                          "mobile_lift": _lift_expert}
 
 
 def check_hyperparams(hp: Dict[str, Any]) -> Optional[Tuple[str, str]]:

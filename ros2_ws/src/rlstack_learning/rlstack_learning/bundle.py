@@ -28,7 +28,7 @@ import numpy as np
 import yaml
 
 from . import derive as derive_ops
-from .terms import IO_FORMAT
+from .terms import IO_FORMAT, safe_action_problem
 
 REQUIRED_FILES = ("policy.onnx", "io.yaml", "provenance.yaml", "evaluation.yaml", "MODEL_CARD.md")
 PROVENANCE_KEYS = ("task", "env_id", "algorithm", "seed", "timesteps", "commit", "hyperparameters",
@@ -150,6 +150,10 @@ def _check_io(io: Dict[str, Any], problems: List[str]) -> None:
             if not (isinstance(lim, list) and len(lim) == 2 and all(_finite(v) for v in lim) and lim[0] < lim[1]):
                 problems.append(f"{where} ('{t['name']}'): limits must be [low, high] finite with low < high, got {lim!r}")
                 continue
+            if "safe_action" in t:
+                bad = safe_action_problem(t["safe_action"], lim)
+                if bad or t["safe_action"] is None:
+                    problems.append(f"{where} ('{t['name']}'): {bad or 'safe_action must not be empty'}")
             if kind == "discrete":
                 ch = t.get("choices")
                 if not (isinstance(ch, list) and ch and all(_finite(c) and lim[0] <= c <= lim[1] for c in ch)):

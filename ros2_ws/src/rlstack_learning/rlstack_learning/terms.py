@@ -103,6 +103,9 @@ class ActTerm:
     :param limits: (low, high) of the command in ``unit``; commands are clipped to it
     :param scale: command = offset + scale * action (action in [-1, 1])
     :param choices: discrete actions only: command value of each index
+    :param safe_action: what a policy node sends for this term when it stops or faults:
+        ``"zero"``, ``"hold"`` (its last command) or a number in ``unit`` within ``limits``;
+        ``None`` writes nothing into ``io.yaml`` (the node's default: zero)
     """
 
     name: str
@@ -113,6 +116,7 @@ class ActTerm:
     offset: float = 0.0
     choices: Optional[Tuple[float, ...]] = None
     description: str = ""
+    safe_action: Union[None, str, float] = None
 
 
 def check_terms(obs: Sequence[ObsTerm], act: Sequence[ActTerm]) -> None:
@@ -139,6 +143,23 @@ def check_terms(obs: Sequence[ObsTerm], act: Sequence[ActTerm]) -> None:
         lo, hi = t.limits
         if not lo < hi:
             raise ValueError(f"action term '{t.name}': limits must satisfy low < high, got {t.limits}")
+        problem = safe_action_problem(t.safe_action, t.limits)
+        if problem:
+            raise ValueError(f"action term '{t.name}': {problem}")
+
+
+#: symbolic safe actions a policy node implements (``rlstack_policy.core.SAFE_MODES``)
+SAFE_MODES = ("zero", "hold")
+
+
+def safe_action_problem(value: Any, limits: Sequence[float]) -> Optional[str]:
+    """Why ``value`` is not a valid ``safe_action`` for a term with these limits (None = fine or absent)."""
+    if value is None or (isinstance(value, str) and value in SAFE_MODES):
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value \
+            and float(limits[0]) <= float(value) <= float(limits[1]):
+        return None
+    return f"safe_action must be one of {', '.join(SAFE_MODES)} or a number within {list(limits)}, got {value!r}"
 
 
 def io_descriptor(
@@ -169,6 +190,8 @@ def io_descriptor(
         else:
             a["scale"] = float(t.scale)
             a["offset"] = float(t.offset)
+        if t.safe_action is not None:
+            a["safe_action"] = t.safe_action if isinstance(t.safe_action, str) else float(t.safe_action)
         action.append(a)
     return {
         "format": IO_FORMAT,

@@ -111,7 +111,7 @@ class Approach:
 class FetchParams:
     """Mission parameters (the node declares each of them; see launch/params/mission.yaml)."""
 
-    min_match_score: float = 0.6            # a semantic-map match needs at least this score (cosine, -1..1)
+    min_match_score: float = 0.85           # a semantic-map match needs at least this score (cosine, -1..1)
     explore_waypoints: Sequence[Tuple[float, float, float]] = ()  # (x, y, yaw) visited in order while exploring
     look_around_yaws: int = 4               # headings looked at on each waypoint (360 deg / n apart); 0: none
     explore_timeout_s: float = 240.0        # give up exploring after this long (s)
@@ -137,6 +137,7 @@ class RobotPorts(Protocol):
     def occupancy(self) -> Tuple[np.ndarray, float, Tuple[float, float]]:
         """(occupied mask [row, col], resolution, (origin x, origin y)) of the static map."""
     def drive_straight(self, distance: float) -> NavOutcome: ...
+    def turn(self, angle: float) -> NavOutcome: ...
     def grasp(self, target: Match) -> GraspOutcome: ...
     def recover_arm(self) -> None: ...
     def stow(self) -> GraspOutcome: ...
@@ -319,8 +320,7 @@ class FetchMission:
                     return found
                 if self.clock() > deadline or k == n - 1 or self.p.look_around_yaws == 0:
                     break
-                here = self.ports.base_pose()
-                self.ports.navigate(Pose2D(here.x, here.y, here.yaw + 2 * math.pi / n))
+                self.ports.turn(2 * math.pi / n)  # look around in place
         raise MissionAborted(FetchCode.NOT_FOUND,
                              f"nothing in the semantic map matched '{query}' with score >= {self.p.min_match_score:g} "
                              f"after exploring {len(self.p.explore_waypoints)} waypoint(s)")

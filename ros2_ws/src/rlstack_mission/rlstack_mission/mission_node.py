@@ -116,6 +116,7 @@ class MissionNode(Node):
             raise ValueError("carry_point must be (x, y, z)")
         self.carry_point = np.array(carry, dtype=float)
         self.dock_speed = d("dock_speed", 0.12, "Straight docking speed, m/s", min_value=0.01, max_value=1.0)
+        self.turn_speed = d("turn_speed", 0.8, "Turn rate when looking around, rad/s", min_value=0.05, max_value=3.0)
         self.base_frame = d("base_frame", "base_link", "Robot base frame")
         self.map_frame = d("map_frame", "map", "Frame of navigation goals and of the semantic map")
         self.ee_frame = d("ee_frame", "panda_grasptarget", "Grasp point frame")
@@ -306,11 +307,12 @@ class RosPorts:
         self._sim_sleep(seconds)
 
     def stop_all(self) -> None:
+        """Leave the robot still: no grasp target, base stopped, lift controller inactive."""
         self.n.target_name = None
-        self.n.cmd_pub.publish(Twist())
         try:
+            self.n.cmd_pub.publish(Twist())
             self._policy_transition(Transition.TRANSITION_DEACTIVATE, quiet=True)
-        except MissionAborted:
+        except Exception:  # noqa: BLE001 - shutting down: handles may already be gone
             pass
 
     # -- frames
@@ -422,6 +424,25 @@ class RosPorts:
                 v = math.copysign(min(self.n.dock_speed, 1.5 * abs(remaining) + 0.02), remaining)
                 w = -2.0 * math.remainder(yaw - yaw0, 2 * math.pi)
                 self.n.cmd_pub.publish(Twist(linear=Vector3(x=v), angular=Vector3(z=w)))
+                time.sleep(self.period)
+        finally:
+            self.n.cmd_pub.publish(Twist())
+
+    def turn(self, angle: float) -> NavOutcome:
+        """Turn in place by ``angle`` (rad, + counter-clockwise), closed loop on /odom."""
+        _, _, _, yaw0, _ = self._odom()
+        goal = yaw0 + angle
+        deadline = time.monotonic() + abs(angle) / 0.3 + 5.0
+        try:
+            while True:
+                self._check_cancel()
+                err = math.remainder(goal - self._odom()[3], 2 * math.pi)
+                if abs(err) < 0.03:
+                    return NavOutcome(True)
+                if time.monotonic() > deadline:
+                    return NavOutcome(False, f"turn stalled {math.degrees(abs(err)):.0f} deg short")
+                w = math.copysign(min(self.n.turn_speed, 2.0 * abs(err) + 0.1), err)
+                self.n.cmd_pub.publish(Twist(angular=Vector3(z=w)))
                 time.sleep(self.period)
         finally:
             self.n.cmd_pub.publish(Twist())

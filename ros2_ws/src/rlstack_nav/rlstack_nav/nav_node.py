@@ -390,9 +390,13 @@ class NavController(Node):
         self.last_result = result
         self.cmd_pub.publish(Twist())
         self.publish_plan(empty=True)
-        log = self.get_logger().info if result.code == Code.SUCCEEDED else self.get_logger().warning
-        log(f"goal {result.code.name}: {result.reason} (distance {result.final_distance:.3f} m, "
-            f"yaw error {result.final_yaw_error:.3f} rad)")
+        # two call sites: rclpy refuses one call site logging at two severities (it raised here)
+        text = (f"goal {result.code.name}: {result.reason} (distance {result.final_distance:.3f} m, "
+                f"yaw error {result.final_yaw_error:.3f} rad)")
+        if result.code == Code.SUCCEEDED:
+            self.get_logger().info(text)
+        else:
+            self.get_logger().warning(text)
         fut, self.goal_future = self.goal_future, None
         if fut is not None and not fut.done():
             fut.set_result(result)

@@ -85,6 +85,10 @@ class SimBridge(Node):
         self.max_ee_step = d("max_ee_step", 0.05, "Longest end-effector delta per message, m (longer: scaled down)",
                              min_value=0.001, max_value=1.0)
         gui = d("gui", False, "Open the simulator's GUI window")
+        self.continuous_clock = d("continuous_clock", False, "Keep /clock and stamps running on across resets "
+                                  "(a reset adds the elapsed sim time to an offset) instead of restarting at 0; for "
+                                  "graphs whose nodes must never see time jump back (the fetch graph)")
+        self.clock_offset = 0.0
         gt_ns = d("ground_truth_namespace", "sim_ground_truth", "Namespace of the sim-only ground-truth topics")
 
         check_choice("scene", scene, scene_names())
@@ -214,7 +218,7 @@ class SimBridge(Node):
 
     def _publish_static_tf(self, spec) -> None:
         """base_link (or world) -> <camera>_link -> <camera>_optical_frame."""
-        stamp = convert.time_msg(self.sim.sim_time)
+        stamp = self._stamp()
         transforms = []
         base_pose = self.sim.base_odometry().pose if self.has_base else None
         robot_cams = {c.name for r in spec.robots for c in r.cameras}
@@ -226,6 +230,10 @@ class SimBridge(Node):
         self.tf_static_pub.publish(TFMessage(transforms=transforms))
 
     # ================================================================== time / stepping
+    def _stamp(self):
+        """The message time of now: sim time, plus the offset of earlier episodes (continuous_clock)."""
+        return convert.time_msg(self.sim.sim_time + self.clock_offset)
+
     def _cmd_now(self) -> float:
         """Watchdog clock: wall time in realtime mode, sim time otherwise."""
         return time.monotonic() if self.mode == "realtime" else self.sim.sim_time
@@ -319,19 +327,19 @@ class SimBridge(Node):
                 self.next_due[stream] = (self.steps // k + 1) * k
 
     def _publish_clock(self) -> None:
-        self.clock_pub.publish(Clock(clock=convert.time_msg(self.sim.sim_time)))
+        self.clock_pub.publish(Clock(clock=self._stamp()))
 
     def _joint_state_msg(self):
         if self._js_cache is None or self._js_cache[0] != self.steps_total:
             self._js_cache = (self.steps_total,
-                              convert.joint_state_msg(self.sim.joint_state(), convert.time_msg(self.sim.sim_time)))
+                              convert.joint_state_msg(self.sim.joint_state(), self._stamp()))
         return self._js_cache[1]
 
     def _publish_state(self) -> None:
         self.meters["state"].tick()
         if self.joint_pub is not None:
             self.joint_pub.publish(self._joint_state_msg())
-        stamp = convert.time_msg(self.sim.sim_time)
+        stamp = self._stamp()
         # The robots' link tree (what robot_state_publisher would compute from /joint_states):
         # fixed-base roots hang from world, the mobile base's root from odom (below).
         transforms = [convert.transform_msg(t.parent, t.child, t.pose.position, t.pose.orientation, stamp)
@@ -349,7 +357,7 @@ class SimBridge(Node):
             return
         self.meters["ground_truth"].tick()
         poses, markers = convert.ground_truth_msgs(self.sim.ground_truth(), self.root_frame,
-                                                   convert.time_msg(self.sim.sim_time), self._colors)
+                                                   self._stamp(), self._colors)
         self.gt_pose_pub.publish(poses)
         self.gt_marker_pub.publish(markers)
 
@@ -358,7 +366,7 @@ class SimBridge(Node):
             if not any(p.get_subscription_count() for p in pubs):
                 continue  # rendering is the expensive part: only when someone listens
             frame = self.sim.camera_frame(name)
-            stamp = convert.time_msg(frame.stamp)
+            stamp = convert.time_msg(frame.stamp + self.clock_offset)
             rgb_pub, depth_pub, info_pub = pubs
             rgb_pub.publish(convert.rgb_msg(frame, stamp))
             depth_pub.publish(convert.depth_msg(frame, stamp))
@@ -398,7 +406,7 @@ class SimBridge(Node):
                                   hardware_id=f"sim:{self.scene}",
                                   values=[KeyValue(key=k, value=v) for k, v in values.items()])
         msg = DiagnosticArray(status=[status])
-        msg.header.stamp = convert.time_msg(self.sim.sim_time)
+        msg.header.stamp = self._stamp()
         self.diag_pub.publish(msg)
 
     # ================================================================== watchdog / rejection
@@ -490,6 +498,8 @@ class SimBridge(Node):
             response.success = False
             response.message = f"object_names ({len(names)}) and object_poses ({len(poses)}) differ in length"
             return response
+        if self.continuous_clock:  # the next episode's time starts one period after this one's
+            self.clock_offset += self.sim.sim_time + self.period
         try:
             if scene != self.scene:
                 self.sim.load_scene(scene, seed=int(request.seed))
@@ -511,7 +521,7 @@ class SimBridge(Node):
         response.success = True
         moved = f", moved {', '.join(names)}" if names else ""
         response.message = f"scene '{scene}' reset with seed {request.seed}{moved}"
-        response.sim_time = convert.time_msg(self.sim.sim_time)
+        response.sim_time = self._stamp()
         return response
 
     def _on_step(self, request: SimStep.Request, response: SimStep.Response) -> SimStep.Response:
@@ -529,7 +539,7 @@ class SimBridge(Node):
         self.meters["step_calls"].tick()
         response.success = True
         response.commands_received = self.commands_received
-        response.sim_time = convert.time_msg(self.sim.sim_time)
+        response.sim_time = self._stamp()
         if self.sim.joint_names:
             response.joint_state = self._joint_state_msg()
         if self.has_base:

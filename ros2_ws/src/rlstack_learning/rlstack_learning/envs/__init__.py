@@ -19,6 +19,13 @@ try:
 except ImportError:  # pragma: no cover - lift env not written yet
     pass
 
+try:
+    from .mobile_lift import MobileLiftEnv
+
+    ENVS[MobileLiftEnv.env_id] = MobileLiftEnv
+except ImportError:  # pragma: no cover - sim_bridges without the mobile_table scene
+    pass
+
 
 def register_all() -> None:
     import gymnasium as gym

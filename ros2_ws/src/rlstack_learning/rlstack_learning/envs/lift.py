@@ -109,12 +109,16 @@ class PandaLiftEnv(SimTaskEnv):
         "scripted expert: it is no better than the expert and inherits its behaviour (one grasp attempt, re-tries "
         "only if the cube is far from the hand).")
 
+    #: the arm's body (URDF robot name) and the cube's resting height in the observation frame
+    robot_name = "panda"
+    rest_z = REST_Z
+
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        self._panda = self.dynamics.body_named("panda") if self.dynamics is not None else None
+        self._panda = self.dynamics.body_named(self.robot_name) if self.dynamics is not None else None
         names = list(self.sim.joint_names)
         self._fingers = [names.index(j) for j in FINGER_JOINTS]
-        self._rest_z = REST_Z
+        self._rest_z = self.rest_z
         self._gripper_open = None
 
     def _neutral_command(self) -> np.ndarray:

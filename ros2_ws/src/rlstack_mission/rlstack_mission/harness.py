@@ -1,0 +1,137 @@
+"""Run fetches on a live fetch graph and judge them from the simulator's ground truth.
+
+Shared by the demo (tools/demo.py), the evaluation (:mod:`rlstack_mission.evaluate`) and the system
+tests. It owns no robot logic: it resets the simulator to a layout (``/sim_bridge/reset`` with the
+target's pose), clears the semantic map, sends one ``/fetch`` goal and measures, from ground truth,
+where the target ended up and how far the base drove.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from typing import Callable, Dict, List, Optional, Tuple
+
+from .layouts import FetchLayout, make_layout
+from .send_fetch import send_fetch
+
+#: a fetch succeeds when the mission says so and the object rests on the floor this close to the drop-off
+DROPOFF_TOLERANCE = 0.35
+
+
+class FetchHarness:
+    """Needs a node spun by an executor in another thread (e.g. rlstack_testing's probe)."""
+
+    def __init__(self, node) -> None:
+        from nav_msgs.msg import Odometry
+        from std_srvs.srv import Trigger
+        from visualization_msgs.msg import MarkerArray
+
+        from rlstack_interfaces.srv import ResetSim
+
+        self.node = node
+        self.reset_client = node.create_client(ResetSim, "/sim_bridge/reset")
+        self.clear_client = node.create_client(Trigger, "/semantic_map/clear")
+        self._lock = threading.Lock()
+        self.ground_truth: Dict[str, Tuple[float, float, float]] = {}
+        self.odom: Optional[Tuple[float, float]] = None
+        self.path_length = 0.0
+        node.create_subscription(MarkerArray, "/sim_ground_truth/markers", self._on_gt, 10)
+        node.create_subscription(Odometry, "/odom", self._on_odom, 20)
+
+    def _on_gt(self, msg) -> None:
+        with self._lock:
+            self.ground_truth = {m.ns: (m.pose.position.x, m.pose.position.y, m.pose.position.z) for m in msg.markers}
+
+    def _on_odom(self, msg) -> None:
+        p = msg.pose.pose.position
+        with self._lock:
+            if self.odom is not None:
+                step = math.hypot(p.x - self.odom[0], p.y - self.odom[1])
+                if step < 0.5:  # a reset teleports the base: not driven
+                    self.path_length += step
+            self.odom = (p.x, p.y)
+
+    def _call(self, client, request, timeout: float = 30.0):
+        if not client.wait_for_service(timeout_sec=timeout):
+            raise TimeoutError(f"service {client.srv_name} not available")
+        fut = client.call_async(request)
+        end = time.monotonic() + timeout
+        while not fut.done():
+            if time.monotonic() > end:
+                raise TimeoutError(f"service {client.srv_name} did not answer in {timeout:g} s")
+            time.sleep(0.01)
+        return fut.result()
+
+    def wait_ground_truth(self, timeout: float = 30.0) -> Dict[str, Tuple[float, float, float]]:
+        end = time.monotonic() + timeout
+        while True:
+            with self._lock:
+                if self.ground_truth:
+                    return dict(self.ground_truth)
+            if time.monotonic() > end:
+                raise TimeoutError("no /sim_ground_truth/markers")
+            time.sleep(0.02)
+
+    def layout(self, seed: int, map_yaml: str, target_color: str = "") -> FetchLayout:
+        """The fetch layout of ``seed`` (resets the simulator to the seed to read its placement)."""
+        from rlstack_interfaces.srv import ResetSim
+        from rlstack_nav.map_io import load_map
+
+        reply = self._call(self.reset_client, ResetSim.Request(seed=int(seed)))
+        if not reply.success:
+            raise RuntimeError(f"reset failed: {reply.message}")
+        with self._lock:
+            self.ground_truth = {}
+        gt = self.wait_ground_truth()
+        grid = load_map(map_yaml)
+        return make_layout(seed, gt, grid.occupied_mask(), grid.resolution, grid.origin[:2], target_color=target_color)
+
+    def apply(self, layout: FetchLayout) -> None:
+        """Reset the simulator to the layout and clear the semantic map."""
+        from geometry_msgs.msg import Pose
+        from std_srvs.srv import Trigger
+
+        from rlstack_interfaces.srv import ResetSim
+
+        pose = Pose()
+        pose.position.x, pose.position.y, pose.position.z = layout.target_pose[:3]
+        q = layout.quaternion()
+        pose.orientation.x, pose.orientation.y, pose.orientation.z, pose.orientation.w = q
+        reply = self._call(self.reset_client, ResetSim.Request(seed=layout.seed, object_names=[layout.target],
+                                                                object_poses=[pose]))
+        if not reply.success:
+            raise RuntimeError(f"reset failed: {reply.message}")
+        cleared = self._call(self.clear_client, Trigger.Request())
+        if not cleared.success:
+            raise RuntimeError(f"semantic map clear failed: {cleared.message}")
+        with self._lock:
+            self.ground_truth = {}
+            self.path_length = 0.0
+            self.odom = None
+        self.wait_ground_truth()
+
+    def fetch(self, layout: FetchLayout, timeout_s: float = 600.0,
+              on_feedback: Optional[Callable[[str, str], None]] = None) -> Dict:
+        """Send the layout's fetch and judge it. Returns the mission's result plus ``success``,
+        ``dropoff_error_m`` (object to drop-off point, floor plane), ``object_z`` and ``distance_driven_m``."""
+        phases: List[Tuple[float, str, str]] = []
+        t0 = time.monotonic()
+
+        def fb(phase: str, detail: str) -> None:
+            phases.append((round(time.monotonic() - t0, 2), phase, detail))
+            if on_feedback:
+                on_feedback(phase, detail)
+
+        result = send_fetch(self.node, layout.query, layout.dropoff, timeout_s, on_feedback=fb)
+        time.sleep(1.0)  # let the dropped object come to rest before judging
+        gt = self.wait_ground_truth()
+        x, y, z = gt.get(layout.target, (math.nan, math.nan, math.nan))
+        err = math.hypot(x - layout.dropoff[0], y - layout.dropoff[1])
+        result.update(
+            seed=layout.seed, query=layout.query, target=layout.target, table=layout.table,
+            dropoff=list(layout.dropoff), object_final=[round(x, 3), round(y, 3), round(z, 3)],
+            dropoff_error_m=round(err, 3), distance_driven_m=round(self.path_length, 2), feedback=phases,
+            success=bool(result["code"] == 0 and err <= DROPOFF_TOLERANCE and z < 0.15))
+        return result

@@ -1,0 +1,81 @@
+"""Seeded fetch layouts for the home scene: which cube to fetch and where it lies (pure, no rclpy).
+
+A layout is the home scene's own seeded placement of all twelve objects (four colours x cube,
+ball, cylinder: the distractors, other colours and other shapes alike), with the *target* cube
+then moved to a seeded spot on one of the three tables that the robot can reach: some side of
+the table is free for its footprint and the spot is within the arm's reach of that edge (the
+mission's own :func:`rlstack_mission.fetch.plan_approaches` on the static map decides). Other
+objects are kept at least ``MIN_SEPARATION`` away. Objects of the seeded placement that lie on
+a table stay where they are (distractors on tables, possibly right next to the target).
+
+Why move the target: in the plain home placement most cubes lie on the floor or at a table's
+wall side, and the lift controller grasps from tables only (docs/mission.md).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Dict, List, Mapping, Sequence, Tuple
+
+import numpy as np
+
+from .fetch import FetchParams, plan_approaches
+
+COLORS = ("red", "green", "blue", "yellow")
+#: (centre x, centre y, size x, size y) of the home tables; top at TABLE_TOP
+TABLES = {"table_1": (2.6, -2.0, 0.8, 0.6), "table_2": (-2.0, -2.2, 0.8, 0.6), "table_3": (0.8, 2.4, 0.8, 0.6)}
+TABLE_TOP = 0.5
+CUBE_SIZE = 0.05
+TABLE_MARGIN = 0.07
+MIN_SEPARATION = 0.12
+#: the arm's comfortable reach from the table edge (the lift policy was trained up to 0.30 m)
+MAX_EDGE_DISTANCE = 0.28
+#: drop-off points (x, y, yaw): open floor near the robot's start
+DROPOFFS = ((-0.6, 0.0, math.pi), (0.0, -0.8, -math.pi / 2), (0.4, 0.6, math.pi / 2))
+
+
+@dataclass(frozen=True)
+class FetchLayout:
+    seed: int
+    target: str                                  # object name, e.g. "yellow_cube"
+    query: str                                   # what the user asks for, e.g. "the yellow cube"
+    table: str
+    target_pose: Tuple[float, float, float, float]   # x, y, z, yaw (root frame)
+    dropoff: Tuple[float, float, float]          # x, y, yaw (map frame)
+
+    def quaternion(self) -> Tuple[float, float, float, float]:
+        yaw = self.target_pose[3]
+        return (0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2))
+
+
+def make_layout(seed: int, others: Mapping[str, Sequence[float]], occupied: np.ndarray, resolution: float,
+                origin: Tuple[float, float], params: FetchParams = FetchParams(), robot_radius: float = 0.5,
+                target_color: str = "") -> FetchLayout:
+    """The layout of ``seed``. ``others``: every object's seeded position (x, y, z), from the scene's
+    ground truth after ``reset(seed)``; ``occupied``: the static map's occupied mask (row = y)."""
+    rng = np.random.default_rng(10_000 + int(seed))
+    color = target_color or COLORS[int(seed) % len(COLORS)]
+    target = f"{color}_cube"
+    reach = FetchParams(**{**params.__dict__, "max_edge_distance": MAX_EDGE_DISTANCE})
+    tables = list(TABLES)
+    for _ in range(2000):
+        table = tables[int(rng.integers(len(tables)))]
+        cx, cy, sx, sy = TABLES[table]
+        x = float(rng.uniform(cx - sx / 2 + TABLE_MARGIN, cx + sx / 2 - TABLE_MARGIN))
+        y = float(rng.uniform(cy - sy / 2 + TABLE_MARGIN, cy + sy / 2 - TABLE_MARGIN))
+        clear = all(math.hypot(x - p[0], y - p[1]) >= MIN_SEPARATION for n, p in others.items() if n != target)
+        if not clear or not plan_approaches(occupied, resolution, origin, x, y, reach, robot_radius):
+            continue
+        yaw = float(rng.uniform(-math.pi, math.pi))
+        dropoff = DROPOFFS[int(rng.integers(len(DROPOFFS)))]
+        return FetchLayout(int(seed), target, f"the {color} cube", table,
+                           (x, y, TABLE_TOP + CUBE_SIZE / 2, yaw), dropoff)
+    raise RuntimeError(f"seed {seed}: found no reachable free spot on any table for {target}")
+
+
+def layout_from_ground_truth(seed: int, ground_truth: Mapping[str, object], occupied: np.ndarray,
+                             resolution: float, origin: Tuple[float, float], **kwargs) -> FetchLayout:
+    """:func:`make_layout` from a ``sim_bridges`` ground-truth mapping (name -> ObjectState)."""
+    others = {n: tuple(float(v) for v in s.pose.position) for n, s in ground_truth.items()}
+    return make_layout(seed, others, occupied, resolution, origin, **kwargs)

@@ -1,0 +1,99 @@
+"""``mobile_table``: the mobile manipulator parked in front of a home table, cubes to pick.
+
+The lift task of the fetch mission (``RlStack/MobileLift-v0``): the robot (``base_link``) stands
+at the origin facing +x; one table of the ``home`` scene's size (0.8 x 0.6 x 0.5 m, its 0.6 m
+side facing the robot) has its near edge ``TABLE_EDGE_X`` ahead of ``base_link``. Two cubes of
+the home spec (5 cm, 80 g, friction 0.8): the target ``target_cube`` and a distractor
+``green_cube``. The seeded sampler places both on the table top within reach, anywhere in
+``CUBE_REGION`` (base_link frame: 0.44 to 0.76 m ahead, +-0.25 m to the side), any yaw.
+
+Why that region: the fetch mission stops the base 0.38-0.46 m from a table edge, up to +-8 deg
+off perpendicular, and presents cubes 0.06-0.30 m beyond the edge (|y| <= 0.25 m). Seen from
+``base_link`` that is 0.44-0.76 m ahead; the static table here stands for all those stops
+(its edge at 0.40 m keeps every sampled cube, any yaw, fully on the top).
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Optional
+
+import numpy as np
+
+from ..contract import Pose
+from ..geometry import look_at_optical, quat_from_rpy
+from ..robots.mobile_manipulator import mobile_manipulator
+from ..robots.spec import CameraSpec, DiffDriveParams
+from .home import TABLE_SIZE, _SHAPE_INFO
+from .spec import ObjectSpec, SceneSpec, box_footprint, sample_separated_xy
+
+#: near (-x) edge of the table, m ahead of base_link (the base's front casters end 0.26 m ahead)
+TABLE_EDGE_X = 0.40
+TABLE_TOP = TABLE_SIZE[2]
+CUBE_SIZE = _SHAPE_INFO["cube"][1][0]   # 0.05 m
+CUBE_MASS = _SHAPE_INFO["cube"][2]      # 0.08 kg
+CUBE_FRICTION = 0.8                     # home's lateral friction
+TARGET = "target_cube"
+DISTRACTOR = "green_cube"
+#: cube centre region (x0, x1, y0, y1) in the world = base_link frame at reset
+CUBE_REGION = (0.44, 0.76, -0.25, 0.25)
+#: minimum centre distance between the target and the distractor
+CUBE_SEPARATION = 0.12
+#: world z of a resting cube's centre
+CUBE_REST_Z = TABLE_TOP + 0.5 * CUBE_SIZE
+
+
+def _sample_cubes(rng: np.random.Generator) -> Mapping[str, Pose]:
+    (tx, ty, _), (dx, dy, _) = sample_separated_xy(rng, [CUBE_REGION], 2, min_separation=CUBE_SEPARATION)
+    yaws = rng.uniform(-np.pi, np.pi, size=2)
+    return {
+        TARGET: Pose([tx, ty, CUBE_REST_Z], quat_from_rpy(0.0, 0.0, float(yaws[0]))),
+        DISTRACTOR: Pose([dx, dy, CUBE_REST_Z], quat_from_rpy(0.0, 0.0, float(yaws[1]))),
+    }
+
+
+def make_mobile_table_scene(wheel_radius: float = 0.08, track_width: float = 0.42,
+                            robot_pose: Optional[Pose] = None, arm_visual: str = "low_poly") -> SceneSpec:
+    """The mobile manipulator at the origin (facing +x) in front of a home-size table.
+
+    :param wheel_radius: base wheel radius (m); base_link is at this height
+    :param track_width: distance between the wheels (m)
+    :param robot_pose: start pose of ``base_link`` (default: origin facing +x)
+    :param arm_visual: "low_poly" (default) or "detailed" arm meshes (drawing only)
+    """
+    table = ObjectSpec(
+        name="table",
+        shape="box",
+        size=TABLE_SIZE,
+        color_name="brown",
+        mass=0.0,
+        pose=Pose([TABLE_EDGE_X + 0.5 * TABLE_SIZE[0], 0.0, 0.5 * TABLE_TOP]),
+    )
+    cubes = tuple(
+        ObjectSpec(
+            name=name,
+            shape="box",
+            size=(CUBE_SIZE,) * 3,
+            color_name=color,
+            mass=CUBE_MASS,
+            lateral_friction=CUBE_FRICTION,
+            pose=Pose([0.55, y, CUBE_REST_Z]),
+        )
+        for name, color, y in ((TARGET, "red", 0.0), (DISTRACTOR, "green", 0.15))
+    )
+    camera = CameraSpec(
+        name="side_camera",
+        pose=look_at_optical([0.35, -1.1, 1.15], [0.5, 0.0, TABLE_TOP]),
+        near=0.05,
+        far=5.0,
+    )
+    params = DiffDriveParams(wheel_radius=wheel_radius, track_width=track_width)
+    robot = mobile_manipulator(params, robot_pose or Pose([0.0, 0.0, wheel_radius]), arm_visual=arm_visual)
+    return SceneSpec(
+        name="mobile_table",
+        robots=(robot,),
+        objects=cubes,
+        static=(table,),
+        cameras=(camera,),
+        occupancy=(box_footprint(table),),
+        sample_object_poses=_sample_cubes,
+    )
