@@ -8,7 +8,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 ENV := source ./env.sh
 
-.PHONY: help setup build test test-packages test-system demo bench train lock clean distclean
+.PHONY: help setup build test test-packages test-system demo eval-fetch bench train lock clean distclean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -29,6 +29,9 @@ test-system: setup ## only the cross-package system tests in tests/
 
 demo: setup ## run the main job headless and write results to out/
 	@$(ENV) && python tools/demo.py
+
+eval-fetch: setup ## the fetch mission over 20 seeded layouts (success rate, failure reasons, time): make eval-fetch [LAYOUTS=20]
+	@$(ENV) && python -m rlstack_mission.evaluate --layouts $(or $(LAYOUTS),20)
 
 bench: setup ## run the benchmarks in bench/ (JSON + tables into out/bench/)
 	@$(ENV) && bash bench/run_all.sh

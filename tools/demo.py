@@ -1,188 +1,222 @@
 #!/usr/bin/env python3
-"""`make demo`: run rlstack's main job headless and write what happened to out/.
+"""`make demo`: "bring me the yellow cube", end to end, headless, on the PyBullet home scene.
 
-Today the main job is what the stack can do end to end so far (the fetch mission of the
-design arrives with the later issues):
+1. Starts the full fetch graph through the project's runner (launch/fetch.launch.yaml: sim_bridge
+   in real time, semantic_map, nav_controller, policy_node with policies/mobile_lift, mission)
+   and waits until it answers.
+2. Resets the simulator to the demo layout (seed 3: the home scene's seeded placement of twelve
+   objects, the yellow cube on a table; rlstack_mission.layouts), clears the semantic map.
+3. Starts recording: every topic of the fetch into out/demo.mcap (MCAP, ROS 2 profile, CDR, as
+   `ros2 bag record -s mcap` writes it), and a video out/demo.mp4 (the robot's camera beside an
+   overhead view of the map, the robot, its plan, the semantic map's objects and the drop-off).
+4. Sends the fetch (/fetch action) and follows its feedback; judges the result from ground truth.
+5. Writes out/demo_report.json (success, phase timings, distances, files) and prints a summary.
 
-1. **smoke graph**: the runner starts launch/smoke.launch.yaml; a probe waits for the
-   nodes by discovery, times QueryObjects round trips, then stops the graph with SIGINT
-   and checks that it exits cleanly.
-2. **PyBullet home scene over ROS**: the runner starts launch/sim.launch.yaml (home,
-   realtime, headless). The demo drives the mobile base through /cmd_vel (1 m straight, a
-   quarter turn, 0.5 m straight, closed loop on /odom), measures the camera rate, saves one camera
-   frame (out/demo_camera.png), and checks that the watchdog stops the base once the
-   commands stop.
-
-Output: out/demo_report.json, out/demo_camera.png, and a summary on stdout. Exit status 0 only if every stage
-succeeded.
+Exit status 0 only if the fetch succeeded and both files were written.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import statistics
+import math
 import sys
-import tempfile
+import threading
 import time
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "out"
+DEMO_SEED = 3
+DEMO_COLOR = "yellow"
+VIDEO_FPS = 10.0
+#: what the MCAP recording holds (latched ones: /map, /tf_static, /fetch/dropoff)
+TOPICS = [
+    "/clock", "/tf", "/tf_static", "/odom", "/joint_states", "/cmd_vel", "/map", "/plan",
+    "/head_camera/image_raw", "/head_camera/camera_info", "/semantic_map", "/semantic_map/markers",
+    "/grasp_target", "/fetch/dropoff", "/arm/ee_delta", "/arm/gripper", "/mission/status",
+    "/sim_ground_truth/markers", "/diagnostics",
+]
+#: colours for the overhead view's object labels (by the first word of the label)
+LABEL_RGB = {"red": (220, 40, 40), "green": (40, 170, 60), "blue": (50, 90, 230), "yellow": (230, 200, 30)}
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+class DemoVideo:
+    """Composes robot camera | overhead view frames at VIDEO_FPS (wall clock) into an mp4."""
 
+    def __init__(self, node, path: Path, layout) -> None:
+        from nav_msgs.msg import OccupancyGrid, Odometry, Path as PathMsg
+        from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+        from sensor_msgs.msg import Image
 
-def run_smoke_stage(group, probe) -> dict:
-    """Start the smoke graph through the runner; measure it; stop it with SIGINT."""
-    from std_msgs.msg import UInt32
+        from rlstack_interfaces.msg import SemanticMap
+        from rlstack_mission.video import Mp4Writer
 
-    from rlstack_interfaces.srv import QueryObjects
+        self.layout = layout
+        self.writer = Mp4Writer(path, VIDEO_FPS)
+        self.lock = threading.Lock()
+        self.camera = None
+        self.grid_msg = None
+        self.view = None
+        self.robot = None
+        self.path = None
+        self.objects = []
+        self.phase, self.detail = "START", ""
+        self.t0 = time.monotonic()
+        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
+        node.create_subscription(Image, "/head_camera/image_raw", self._on_image, 2)
+        node.create_subscription(OccupancyGrid, "/map", self._on_map, latched)
+        node.create_subscription(Odometry, "/odom", self._on_odom, 10)
+        node.create_subscription(PathMsg, "/plan", self._on_plan, latched)
+        node.create_subscription(SemanticMap, "/semantic_map", self._on_semantic_map, 2)
+        self.stop_event = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
 
-    t0 = time.monotonic()
-    runner = group.start_graph(ROOT / "launch" / "smoke.launch.yaml", {"label": "yellow cube"}, name="smoke_runner")
-    probe.collect("/smoke/smoke_talker/round_trips", UInt32, count=1, timeout=30)
-    startup_s = time.monotonic() - t0
+    def _on_image(self, msg) -> None:
+        if msg.encoding == "rgb8":
+            img = np.frombuffer(bytes(msg.data), np.uint8).reshape(msg.height, msg.step)[:, :msg.width * 3]
+            with self.lock:
+                self.camera = img.reshape(msg.height, msg.width, 3)
 
-    latencies_ms = []
-    request = QueryObjects.Request(text="where is the yellow cube", max_results=1)
-    probe.call(QueryObjects, "/smoke/query_objects", request, timeout=10)  # discovery, not timed
-    for _ in range(50):
-        start = time.perf_counter()
-        reply = probe.call(QueryObjects, "/smoke/query_objects", request, timeout=10)
-        latencies_ms.append((time.perf_counter() - start) * 1e3)
-    found = [(m.object.label, round(m.score, 2)) for m in reply.matches]
+    def _on_map(self, msg) -> None:
+        with self.lock:
+            self.grid_msg = msg
 
-    runner.send_signal(signal.SIGINT)
-    exit_code = runner.wait(timeout=30)
-    ok = exit_code == 0 and bool(found) and found[0][0] == "yellow cube"
-    return {
-        "ok": ok,
-        "graph": "launch/smoke.launch.yaml",
-        "startup_to_first_round_trip_s": round(startup_s, 3),
-        "query": request.text,
-        "answer": found,
-        "query_round_trip_ms": {"p50": round(statistics.median(latencies_ms), 3),
-                                "p99": round(percentile(latencies_ms, 0.99), 3), "n": len(latencies_ms)},
-        "runner_exit_code_after_sigint": exit_code,
-    }
+    def _on_odom(self, msg) -> None:
+        p, q = msg.pose.pose.position, msg.pose.pose.orientation
+        yaw = math.atan2(2 * (q.w * q.z + q.x * q.y), 1 - 2 * (q.y * q.y + q.z * q.z))
+        with self.lock:
+            self.robot = (p.x, p.y, yaw)
 
+    def _on_plan(self, msg) -> None:
+        with self.lock:
+            self.path = [(ps.pose.position.x, ps.pose.position.y) for ps in msg.poses] or None
 
-def run_sim_stage(group, probe) -> dict:
-    """Drive the home scene's base over ROS through the bridge, open loop, and measure."""
-    import math
+    def _on_semantic_map(self, msg) -> None:
+        objs = [(o.position.x, o.position.y, o.label, LABEL_RGB.get(o.label.split(" ")[0], (120, 120, 120)))
+                for o in msg.objects if o.label]
+        with self.lock:
+            self.objects = objs
 
-    import numpy as np
-    from geometry_msgs.msg import Twist, Vector3
-    from nav_msgs.msg import Odometry
-    from sensor_msgs.msg import Image
+    def set_phase(self, phase: str, detail: str) -> None:
+        with self.lock:
+            self.phase, self.detail = phase, detail
 
-    from rlstack_sim.snapshots import write_png
+    def _frame(self):
+        from rlstack_mission.overhead import OverheadView
+        from rlstack_mission.video import side_by_side
 
-    t0 = time.monotonic()
-    runner = group.start_graph(ROOT / "launch" / "sim.launch.yaml",
-                               {"scene": "home", "mode": "realtime", "seed": 0}, name="sim_runner")
-    odom = probe.subscribe("/odom", Odometry)
-    images = probe.subscribe("/head_camera/image_raw", Image, qos=2)
-    probe.wait_for_messages(odom, 1, timeout=60)
-    startup_s = time.monotonic() - t0
-    cmd = probe.publisher("/cmd_vel", Twist)
+        with self.lock:
+            grid, camera, robot, path = self.grid_msg, self.camera, self.robot, self.path
+            objects, phase, detail = list(self.objects), self.phase, self.detail
+        if grid is None or camera is None:
+            return None
+        if self.view is None:
+            data = np.asarray(grid.data, np.int8).reshape(grid.info.height, grid.info.width)
+            o = grid.info.origin.position
+            self.view = OverheadView(data, grid.info.resolution, (o.x, o.y), size=(480, 360), caption_height=20)
+        x, y, _ = self.layout.dropoff
+        overhead = self.view.render(robot=robot, robot_radius=0.3, path=path, objects=objects,
+                                    target=(x, y, "drop-off"), title=f"{self.layout.query}: {phase}  "
+                                    f"t={time.monotonic() - self.t0:5.1f} s", caption=detail[:70])
+        return side_by_side(camera, overhead, 360)
 
-    def pose() -> tuple[float, float, float]:
-        p = odom.messages[-1].pose.pose
-        yaw = 2.0 * math.atan2(p.orientation.z, p.orientation.w)
-        return p.position.x, p.position.y, yaw
+    def _run(self) -> None:
+        period = 1.0 / VIDEO_FPS
+        next_t = time.monotonic()
+        while not self.stop_event.is_set():
+            frame = self._frame()
+            if frame is not None:
+                self.writer.append(frame)
+            next_t += period
+            time.sleep(max(0.0, next_t - time.monotonic()))
 
-    def drive_until(linear: float, angular: float, done, timeout_s: float = 20.0) -> bool:
-        """Publish a velocity at 20 Hz until ``done(pose)`` holds (closed loop on /odom, so a
-        slow machine where sim time lags wall time still drives the same path)."""
-        end = time.monotonic() + timeout_s
-        while time.monotonic() < end:
-            if done(pose()):
-                return True
-            cmd.publish(Twist(linear=Vector3(x=linear), angular=Vector3(z=angular)))
-            probe.spin_for(0.05)
-        return False
-
-    def moved_from(origin, metres):
-        return lambda now: math.hypot(now[0] - origin[0], now[1] - origin[1]) >= metres
-
-    start = pose()
-    images.pop_all()
-    cam_t0 = time.monotonic()
-    legs_done = drive_until(0.4, 0.0, moved_from(start, 1.0))
-    camera_hz = len(images) / (time.monotonic() - cam_t0)
-    legs_done &= drive_until(0.0, math.pi / 4, lambda now: now[2] - start[2] >= math.radians(88.0))
-    corner = pose()
-    legs_done &= drive_until(0.4, 0.0, moved_from(corner, 0.5))
-    moved = pose()
-
-    # Stop publishing: the bridge's watchdog must bring the base to rest by itself.
-    def at_rest() -> bool:
-        twist = odom.messages[-1].twist.twist
-        return abs(twist.linear.x) < 0.02 and abs(twist.angular.z) < 0.05
-    try:
-        probe.spin_until(at_rest, timeout=10.0, what="the base to stop after commands stopped")
-        stopped = True
-    except TimeoutError:
-        stopped = False
-
-    frame = images.messages[-1] if len(images) else None
-    if frame is not None:
-        rgb = np.frombuffer(bytes(frame.data), dtype=np.uint8).reshape(frame.height, frame.width, 3)
-        write_png(OUT / "demo_camera.png", rgb)
-
-    runner.send_signal(signal.SIGINT)
-    exit_code = runner.wait(timeout=30)
-    travelled = math.hypot(moved[0] - start[0], moved[1] - start[1])
-    turned_deg = math.degrees(moved[2] - start[2])
-    ok = exit_code == 0 and legs_done and stopped and frame is not None
-    return {
-        "ok": ok,
-        "graph": "launch/sim.launch.yaml scene:=home mode:=realtime",
-        "startup_to_first_odom_s": round(startup_s, 3),
-        "start_pose_xy_yaw": [round(v, 3) for v in start],
-        "end_pose_xy_yaw": [round(v, 3) for v in moved],
-        "displacement_m": round(travelled, 3),
-        "heading_change_deg": round(turned_deg, 1),
-        "all_legs_driven": legs_done,
-        "camera_rate_hz_while_driving": round(camera_hz, 2),
-        "camera_frame": "out/demo_camera.png" if frame is not None else None,
-        "stopped_by_watchdog": stopped,
-        "runner_exit_code_after_sigint": exit_code,
-    }
+    def close(self) -> Path:
+        self.stop_event.set()
+        self.thread.join(10)
+        return self.writer.close()
 
 
 def main() -> int:
-    from rlstack_testing import ProcessGroup, lease_domain_id
-    from rlstack_testing.probe import RosProbe
+    import rclpy
+    from rclpy.executors import MultiThreadedExecutor
+
+    from rlstack_mission.graph import FetchGraph
+    from rlstack_mission.harness import FetchHarness
+    from rlstack_mission.recording import McapRecorder
 
     OUT.mkdir(exist_ok=True)
-    report: dict = {"machine": os.uname().nodename, "cpus": os.cpu_count(), "stages": {}}
-    print("rlstack demo: headless, logs in out/demo_logs/")
-    with lease_domain_id() as lease, ProcessGroup(lease.domain_id, OUT / "demo_logs") as group, \
-            RosProbe(lease.domain_id, name="demo_probe") as probe:
-        report["ros_domain_id"] = lease.domain_id
-        for name, stage in (("smoke_graph", run_smoke_stage), ("sim_home", run_sim_stage)):
-            print(f"== stage: {name}")
-            try:
-                report["stages"][name] = stage(group, probe)
-            except Exception as exc:  # a stage's failure is reported, the others still run
-                report["stages"][name] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
-            for key, value in report["stages"][name].items():
-                print(f"   {key}: {value}")
-    ok = all(stage["ok"] for stage in report["stages"].values())
-    report["ok"] = ok
-    path = OUT / "demo_report.json"
-    with tempfile.NamedTemporaryFile("w", dir=OUT, delete=False, suffix=".tmp") as tmp:
-        json.dump(report, tmp, indent=2)
-    os.replace(tmp.name, path)
-    print(f"rlstack demo: {'OK' if ok else 'FAILED'}; report: {path.relative_to(ROOT)}")
-    return 0 if ok else 1
+    t_start = time.monotonic()
+    rclpy.init()
+    node = rclpy.create_node("demo")
+    executor = MultiThreadedExecutor(num_threads=3)
+    executor.add_node(node)
+    threading.Thread(target=executor.spin, daemon=True).start()
+    report = {"ok": False}
+    try:
+        with FetchGraph(ROOT, OUT / "demo_graph.log") as graph:
+            print("[demo] starting the fetch graph (sim_bridge, semantic_map, nav_controller, policy_node, mission)",
+                  flush=True)
+            ready_s = graph.wait_ready(node)
+            print(f"[demo] graph ready in {ready_s:.1f} s", flush=True)
+            harness = FetchHarness(node)
+            layout = harness.layout(DEMO_SEED, str(ROOT / "maps" / "home.yaml"), target_color=DEMO_COLOR)
+            harness.apply(layout)
+            print(f"[demo] layout: seed {layout.seed}, {layout.target} on {layout.table} at "
+                  f"({layout.target_pose[0]:.2f}, {layout.target_pose[1]:.2f}); drop-off "
+                  f"({layout.dropoff[0]:.2f}, {layout.dropoff[1]:.2f})", flush=True)
+            recorder = McapRecorder(node, OUT / "demo.mcap", TOPICS).start()
+            video = DemoVideo(node, OUT / "demo.mp4", layout)
+
+            def on_feedback(phase: str, detail: str) -> None:
+                video.set_phase(phase, detail)
+                print(f"[demo] {time.monotonic() - t_start:6.1f} s  [{phase}] {detail}", flush=True)
+
+            print(f"[demo] fetch: '{layout.query}'", flush=True)
+            result = harness.fetch(layout, timeout_s=240.0, on_feedback=on_feedback)
+            time.sleep(1.0)  # the object at rest on the recording and the video
+            video_path = video.close()
+            mcap_path = recorder.stop()
+            report = {
+                "ok": bool(result["success"]),
+                "query": layout.query, "seed": layout.seed, "target": layout.target, "table": layout.table,
+                "result": result["code_name"], "reason": result["reason"],
+                "phase_durations_s": result["phase_durations"],
+                "fetch_wall_s": result["wall_s"],
+                "distance_driven_m": result["distance_driven_m"],
+                "object_final_position": result["object_final"],
+                "dropoff": result["dropoff"],
+                "dropoff_error_m": result["dropoff_error_m"],
+                "feedback": result["feedback"],
+                "graph_ready_s": round(ready_s, 1),
+                "files": {"video": str(video_path.relative_to(ROOT)), "video_frames": video.writer.frame_count,
+                          "mcap": str(mcap_path.relative_to(ROOT)),
+                          "mcap_mb": round(mcap_path.stat().st_size / 1e6, 1),
+                          "mcap_messages": recorder.counts, "graph_log": "out/demo_graph.log"},
+            }
+    except Exception as exc:  # noqa: BLE001 - report any failure plainly, exit non-zero
+        report = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown()
+    report["demo_wall_s"] = round(time.monotonic() - t_start, 1)
+    (OUT / "demo_report.json").write_text(json.dumps(report, indent=2))
+    print()
+    if "error" in report:
+        print(f"[demo] FAILED: {report['error']}")
+        return 1
+    phases = ", ".join(f"{k} {v:.1f} s" for k, v in report["phase_durations_s"].items())
+    print(f"[demo] {report['query']}: {report['result']} ({report['reason']})")
+    print(f"[demo] phases: {phases}; fetch {report['fetch_wall_s']:.0f} s, drove {report['distance_driven_m']:.1f} m, "
+          f"object {report['dropoff_error_m']:.2f} m from the drop-off")
+    print(f"[demo] wrote {report['files']['video']} ({report['files']['video_frames']} frames), "
+          f"{report['files']['mcap']} ({report['files']['mcap_mb']} MB), out/demo_report.json; "
+          f"demo took {report['demo_wall_s']:.0f} s")
+    print(f"[demo] {'OK' if report['ok'] else 'FAILED'}")
+    return 0 if report["ok"] else 1
 
 
 if __name__ == "__main__":

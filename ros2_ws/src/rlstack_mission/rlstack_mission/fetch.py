@@ -119,7 +119,7 @@ class FetchParams:
     max_nav_attempts: int = 2               # navigation tries per leg (the controller itself replans on a blocked path)
     staging_clearance: float = 0.62         # base centre -> support edge at the staging pose (m); the
                                             # navigation footprint (robot_radius) must fit
-    grasp_clearance: float = 0.42           # base centre -> support edge when grasping (m), as the lift policy was trained
+    grasp_clearance: float = 0.40           # base centre -> support edge (as mapped) when grasping (m), as the lift policy was trained
     max_edge_distance: float = 0.34         # objects farther than this from every support edge are out of the arm's reach (m)
     approach_headings: int = 72             # directions tried around the object when choosing the approach side
     reobserve_max_shift: float = 0.25       # a refined match farther than this from the first estimate is another object (m)

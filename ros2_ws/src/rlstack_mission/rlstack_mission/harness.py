@@ -133,5 +133,6 @@ class FetchHarness:
             seed=layout.seed, query=layout.query, target=layout.target, table=layout.table,
             dropoff=list(layout.dropoff), object_final=[round(x, 3), round(y, 3), round(z, 3)],
             dropoff_error_m=round(err, 3), distance_driven_m=round(self.path_length, 2), feedback=phases,
+            grasp_attempts=sum(1 for _, ph, d in phases if ph == "GRASP" and d.startswith("lifting")),
             success=bool(result["code"] == 0 and err <= DROPOFF_TOLERANCE and z < 0.15))
         return result

@@ -65,7 +65,48 @@ FINGERS = ("panda_finger_joint1", "panda_finger_joint2")
 class MissionNode(Node):
     def __init__(self) -> None:
         super().__init__("mission")
-        d = lambda *a, **k: declare_parameter(self, *a, **k)  # noqa: E731
+        self._configure(lambda *a, **k: declare_parameter(self, *a, **k))
+        self.group = ReentrantCallbackGroup()
+        g = dict(callback_group=self.group)
+        self.lock = threading.Lock()
+        self.tf = TfTree()
+        self.odom: Optional[Tuple[float, float, float, float, float]] = None  # x, y, z, yaw, stamp
+        self.grid: Optional[OccupancyGrid] = None
+        self.fingers: Optional[float] = None
+        self.gt: Dict[str, Tuple[np.ndarray, np.ndarray, str]] = {}  # name -> (position, quaternion, frame)
+        self.target_name: Optional[str] = None
+        self.goal_handle = None
+        self.status: Dict[str, Any] = {"phase": "IDLE", "detail": "", "missions": 0, "succeeded": 0}
+
+        self.create_subscription(Odometry, "/odom", self._on_odom, 20, **g)
+        self.create_subscription(OccupancyGrid, "/map", self._on_map, LATCHED, **g)
+        self.create_subscription(TFMessage, "/tf", lambda m: self.tf.update(m, static=False), 100, **g)
+        self.create_subscription(TFMessage, "/tf_static", lambda m: self.tf.update(m, static=True), LATCHED, **g)
+        self.create_subscription(JointState, "/joint_states", self._on_joints, 20, **g)
+        if self.grasp_source == "ground_truth":
+            self.create_subscription(MarkerArray, "/sim_ground_truth/markers", self._on_ground_truth, 10, **g)
+        self.target_pub = self.create_publisher(PoseStamped, "/grasp_target", 10)
+        self.dropoff_pub = self.create_publisher(PoseStamped, "/fetch/dropoff", LATCHED)
+        self.cmd_pub = self.create_publisher(Twist, "/cmd_vel", 10)
+        self.ee_pub = self.create_publisher(Vector3, "/arm/ee_delta", 10)
+        self.gripper_pub = self.create_publisher(Bool, "/arm/gripper", 10)
+        self.status_pub = self.create_publisher(String, "~/status", LATCHED)
+        self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+
+        self.query_client = self.create_client(QueryObjects, "/semantic_map/query", **g)
+        self.nav_client = ActionClient(self, NavigateTo, "/navigate_to", **g)
+        self.change_state = self.create_client(ChangeState, f"{self.policy_node}/change_state", **g)
+        self.get_state = self.create_client(GetState, f"{self.policy_node}/get_state", **g)
+        self.action = ActionServer(self, Fetch, "fetch", execute_callback=self._execute,
+                                   goal_callback=self._on_goal, cancel_callback=lambda _h: CancelResponse.ACCEPT, **g)
+        self.create_timer(1.0 / self.rate_hz, self._publish_target, **g)
+        self.create_timer(1.0, self._publish_diagnostics, **g)
+        self._publish_status()
+        self.get_logger().info(f"ready: action /fetch; {len(self.params_.explore_waypoints)} exploration waypoints; "
+                               f"lift controller {self.policy_node}; grasp target from {self.grasp_source}")
+
+    def _configure(self, d) -> None:
+        """Read every parameter through ``d`` (declare at start; get before each fetch)."""
         p = FetchParams()
         waypoints = d("explore_waypoints", [0.0], "Exploration waypoints, flat list x1, y1, yaw1, x2, ... (map frame; m, rad)")
         if len(waypoints) % 3:
@@ -123,44 +164,6 @@ class MissionNode(Node):
         self.rate_hz = d("control_rate_hz", 20.0, "Rate of the mission's own arm and docking loops, Hz",
                          min_value=1.0, max_value=200.0)
 
-        self.group = ReentrantCallbackGroup()
-        g = dict(callback_group=self.group)
-        self.lock = threading.Lock()
-        self.tf = TfTree()
-        self.odom: Optional[Tuple[float, float, float, float, float]] = None  # x, y, z, yaw, stamp
-        self.grid: Optional[OccupancyGrid] = None
-        self.fingers: Optional[float] = None
-        self.gt: Dict[str, Tuple[np.ndarray, np.ndarray, str]] = {}  # name -> (position, quaternion, frame)
-        self.target_name: Optional[str] = None
-        self.goal_handle = None
-        self.status: Dict[str, Any] = {"phase": "IDLE", "detail": "", "missions": 0, "succeeded": 0}
-
-        self.create_subscription(Odometry, "/odom", self._on_odom, 20, **g)
-        self.create_subscription(OccupancyGrid, "/map", self._on_map, LATCHED, **g)
-        self.create_subscription(TFMessage, "/tf", lambda m: self.tf.update(m, static=False), 100, **g)
-        self.create_subscription(TFMessage, "/tf_static", lambda m: self.tf.update(m, static=True), LATCHED, **g)
-        self.create_subscription(JointState, "/joint_states", self._on_joints, 20, **g)
-        if self.grasp_source == "ground_truth":
-            self.create_subscription(MarkerArray, "/sim_ground_truth/markers", self._on_ground_truth, 10, **g)
-        self.target_pub = self.create_publisher(PoseStamped, "/grasp_target", 10)
-        self.dropoff_pub = self.create_publisher(PoseStamped, "/fetch/dropoff", LATCHED)
-        self.cmd_pub = self.create_publisher(Twist, "/cmd_vel", 10)
-        self.ee_pub = self.create_publisher(Vector3, "/arm/ee_delta", 10)
-        self.gripper_pub = self.create_publisher(Bool, "/arm/gripper", 10)
-        self.status_pub = self.create_publisher(String, "~/status", LATCHED)
-        self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-
-        self.query_client = self.create_client(QueryObjects, "/semantic_map/query", **g)
-        self.nav_client = ActionClient(self, NavigateTo, "/navigate_to", **g)
-        self.change_state = self.create_client(ChangeState, f"{self.policy_node}/change_state", **g)
-        self.get_state = self.create_client(GetState, f"{self.policy_node}/get_state", **g)
-        self.action = ActionServer(self, Fetch, "fetch", execute_callback=self._execute,
-                                   goal_callback=self._on_goal, cancel_callback=lambda _h: CancelResponse.ACCEPT, **g)
-        self.create_timer(1.0 / self.rate_hz, self._publish_target, **g)
-        self.create_timer(1.0, self._publish_diagnostics, **g)
-        self._publish_status()
-        self.get_logger().info(f"ready: action /fetch; {len(self.params_.explore_waypoints)} exploration waypoints; "
-                               f"lift controller {self.policy_node}; grasp target from {self.grasp_source}")
 
     # ------------------------------------------------------------------ inputs
     def _on_odom(self, msg: Odometry) -> None:
@@ -224,6 +227,12 @@ class MissionNode(Node):
     def _execute(self, goal_handle) -> Fetch.Result:
         self.goal_handle = goal_handle
         req = goal_handle.request
+        try:  # parameters set since the last fetch apply from this one on
+            self._configure(lambda name, *_a, **_k: self.get_parameter(name).value)
+        except ValueError as exc:
+            self.goal_handle = None
+            goal_handle.abort()
+            return Fetch.Result(code=int(FetchCode.ERROR), reason=f"invalid parameters: {exc}")
         self.status.update(missions=self.status["missions"] + 1, query=req.query)
         ports = RosPorts(self, goal_handle)
         try:

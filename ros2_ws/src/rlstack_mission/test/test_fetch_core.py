@@ -1,0 +1,215 @@
+"""The mission's decisions and geometry without ROS: approaches on the real home map, matching,
+the phase sequence, and each failure reason (a scripted robot stands in for the ROS ports)."""
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rlstack_mission.fetch import (FetchCode, FetchMission, FetchParams, GraspOutcome, Match, MissionAborted,
+                                   NavOutcome, Pose2D, best_match, plan_approaches, stand_pose_for_drop)
+from rlstack_mission.layouts import TABLES, make_layout
+from rlstack_nav.map_io import load_map
+
+HOME = Path(__file__).resolve().parents[4] / "maps" / "home.yaml"
+
+
+@pytest.fixture(scope="module")
+def home():
+    g = load_map(HOME)
+    return g.occupied_mask(), g.resolution, g.origin[:2]
+
+
+def test_approach_is_perpendicular_to_the_nearest_free_edge(home):
+    mask, res, origin = home
+    # table_1 spans x 2.2..3.0, y -2.3..-1.7; the wall at y = -3 leaves its south side too narrow
+    approaches = plan_approaches(mask, res, origin, 2.6, -1.85, FetchParams(), 0.5)
+    assert approaches, "the north side of table_1 is free"
+    a = approaches[0]
+    assert a.staging.yaw == pytest.approx(-math.pi / 2, abs=0.05)       # facing south, at the table
+    assert a.staging.x == pytest.approx(2.6, abs=0.05)
+    assert 0.1 <= a.edge_distance <= 0.25
+    # every approach's staging pose keeps the footprint clear of the map
+    for ap in approaches:
+        assert not mask[int((ap.staging.y - origin[1]) / res), int((ap.staging.x - origin[0]) / res)]
+
+
+def test_no_approach_on_the_floor_or_out_of_reach(home):
+    mask, res, origin = home
+    assert plan_approaches(mask, res, origin, 1.0, 0.0, FetchParams(), 0.5) == []        # free floor
+    # table_3's north half: the wall is too close behind it and its south edge is too far
+    assert plan_approaches(mask, res, origin, 0.5, 2.62, FetchParams(), 0.5) == []
+
+
+def test_dock_distance_brings_the_base_to_the_grasp_clearance(home):
+    mask, res, origin = home
+    p = FetchParams()
+    a = plan_approaches(mask, res, origin, 2.6, -1.85, p, 0.5)[0]
+    d = a.dock_distance(a.staging, p.grasp_clearance)
+    assert d == pytest.approx(p.staging_clearance - p.grasp_clearance, abs=1e-9)
+    # standing 5 cm short of the staging pose means 5 cm more to drive
+    back = Pose2D(a.staging.x + 0.05 * a.out_x, a.staging.y + 0.05 * a.out_y, a.staging.yaw)
+    assert a.dock_distance(back, p.grasp_clearance) == pytest.approx(d + 0.05, abs=1e-9)
+
+
+def test_best_match_needs_the_score_and_ignores_non_finite():
+    ms = [Match(1, "yellow cube", 1, 2, 0.5, 0.74), Match(2, "yellow cube", 0, 0, 0.5, 0.97),
+          Match(3, "x", math.nan, 0, 0, 0.99)]
+    assert best_match(ms, 0.85).object_id == 2
+    assert best_match(ms[:1], 0.85) is None
+    assert best_match(ms, 0.85, near=(1, 2), max_shift=0.3) is None
+    assert stand_pose_for_drop(0.0, 0.0, math.pi / 2, 0.4).y == pytest.approx(-0.4)
+
+
+class ScriptedRobot:
+    """RobotPorts on a script: which queries answer, which navigation goals fail, grasp outcomes."""
+
+    def __init__(self, home, found_after_queries=0, nav_fails=(), grasps=(True,), cancel_after=None):
+        self.mask, self.res, self.origin = home
+        self.queries = 0
+        self.found_after = found_after_queries
+        self.nav_fails = list(nav_fails)
+        self.grasps = list(grasps)
+        self.pose = Pose2D(0.0, 0.0, 0.0)
+        self.log = []
+        self.cancel_after = cancel_after
+
+    def _tick(self, what):
+        self.log.append(what)
+        if self.cancel_after is not None and len(self.log) >= self.cancel_after:
+            raise MissionAborted(FetchCode.CANCELED, "canceled on request")
+
+    def query(self, text):
+        self._tick("query")
+        self.queries += 1
+        if self.queries > self.found_after and "cube" in text:
+            return [Match(7, "yellow cube", 2.6, -1.85, 0.525, 0.95), Match(8, "yellow ball", 0, 1, 0.03, 0.7)]
+        return [Match(8, "yellow ball", 0, 1, 0.03, 0.7)]
+
+    def navigate(self, pose):
+        self._tick("navigate")
+        if self.nav_fails and self.nav_fails.pop(0):
+            return NavOutcome(False, "BLOCKED: path blocked after replanning")
+        self.pose = pose
+        return NavOutcome(True)
+
+    def base_pose(self):
+        return self.pose
+
+    def occupancy(self):
+        return self.mask, self.res, self.origin
+
+    def drive_straight(self, distance):
+        self._tick(f"drive {distance:+.2f}")
+        self.pose = Pose2D(self.pose.x + distance * math.cos(self.pose.yaw),
+                           self.pose.y + distance * math.sin(self.pose.yaw), self.pose.yaw)
+        return NavOutcome(True)
+
+    def turn(self, angle):
+        self._tick("turn")
+        self.pose = Pose2D(self.pose.x, self.pose.y, self.pose.yaw + angle)
+        return NavOutcome(True)
+
+    def grasp(self, target):
+        self._tick("grasp")
+        ok = self.grasps.pop(0) if self.grasps else False
+        return GraspOutcome(ok, "" if ok else "not lifted within 14 s")
+
+    def recover_arm(self):
+        self._tick("recover")
+
+    def stow(self):
+        self._tick("stow")
+        return GraspOutcome(True)
+
+    def release(self):
+        self._tick("release")
+
+    def wait(self, seconds):
+        pass
+
+    def feedback(self, phase, detail):
+        self.log.append(f"[{phase}]")
+
+
+def run(robot, query="the yellow cube", **params):
+    p = FetchParams(explore_waypoints=[(1.2, -0.8, 0.0), (3.0, 0.2, 0.0)], **params)
+    return FetchMission(robot, p, robot_radius=0.5).run(query, Pose2D(-0.6, 0.0, math.pi))
+
+
+def test_success_runs_every_phase_in_order_and_docks(home):
+    robot = ScriptedRobot(home)
+    r = run(robot)
+    assert r.code == FetchCode.SUCCEEDED and r.grasp_attempts == 1
+    phases = [x for x in robot.log if x.startswith("[")]
+    order = [phases.index(f"[{ph}]") for ph in ("LOCATE", "NAVIGATE", "GRASP", "RETURN", "DROP")]
+    assert order == sorted(order) and "[EXPLORE]" not in phases
+    drives = [x for x in robot.log if x.startswith("drive")]
+    assert drives[0] == "drive +0.22" and drives[1] == "drive -0.22"       # dock in, back out
+    assert list(r.phase_durations) == ["LOCATE", "NAVIGATE", "GRASP", "RETURN", "DROP"]
+    # the robot ends carry_offset behind the drop-off point, facing it
+    assert robot.pose.x == pytest.approx(-0.6 + 0.4) and robot.pose.yaw == pytest.approx(math.pi)
+
+
+def test_explores_until_found(home):
+    robot = ScriptedRobot(home, found_after_queries=3)
+    r = run(robot)
+    assert r.code == FetchCode.SUCCEEDED
+    assert "[EXPLORE]" in robot.log and robot.log.count("turn") >= 2
+
+
+def test_not_found_after_exploring_every_waypoint(home):
+    robot = ScriptedRobot(home, found_after_queries=10**6)
+    r = run(robot, query="the purple elephant")
+    assert r.code == FetchCode.NOT_FOUND and "purple elephant" in r.reason and "2 waypoint" in r.reason
+
+
+def test_unreachable_when_navigation_fails_on_every_side(home):
+    robot = ScriptedRobot(home, nav_fails=[True] * 20)
+    r = run(robot)
+    assert r.code == FetchCode.UNREACHABLE and "BLOCKED" in r.reason
+
+
+def test_unreachable_when_the_object_lies_on_the_floor(home):
+    robot = ScriptedRobot(home)
+    robot.query = lambda text: [Match(1, "yellow cube", 1.0, 0.0, 0.025, 0.97)]
+    r = run(robot)
+    assert r.code == FetchCode.UNREACHABLE and "floor" in r.reason
+
+
+def test_grasp_retries_then_succeeds_or_fails_with_every_reason(home):
+    robot = ScriptedRobot(home, grasps=[False, True])
+    r = run(robot)
+    assert r.code == FetchCode.SUCCEEDED and r.grasp_attempts == 2
+    assert robot.log.count("recover") == 1
+    robot = ScriptedRobot(home, grasps=[False, False, False])
+    r = run(robot, max_grasp_attempts=3)
+    assert r.code == FetchCode.GRASP_FAILED and r.reason.count("not lifted") == 3
+    assert robot.log.count("grasp") == 3 and robot.log.count("recover") == 3
+
+
+def test_cancel_and_bad_requests(home):
+    r = run(ScriptedRobot(home, cancel_after=3))
+    assert r.code == FetchCode.CANCELED
+    assert run(ScriptedRobot(home), query="  ").code == FetchCode.ERROR
+    mission = FetchMission(ScriptedRobot(home), FetchParams(), 0.5)
+    assert mission.run("the yellow cube", Pose2D(math.nan, 0, 0)).code == FetchCode.ERROR
+
+
+def test_layouts_are_seeded_reachable_and_clear_of_other_objects(home):
+    mask, res, origin = home
+    others = {"red_ball": (2.6, -1.85, 0.53), "blue_cube": (-2.0, -2.0, 0.53)}
+    a = make_layout(5, others, mask, res, origin)
+    assert a == make_layout(5, others, mask, res, origin)
+    seen_tables = set()
+    for seed in range(20):
+        lay = make_layout(seed, others, mask, res, origin)
+        x, y, z, _ = lay.target_pose
+        cx, cy, sx, sy = TABLES[lay.table]
+        assert abs(x - cx) < sx / 2 and abs(y - cy) < sy / 2 and z == pytest.approx(0.525)
+        assert all(math.hypot(x - p[0], y - p[1]) >= 0.12 for p in others.values())
+        assert plan_approaches(mask, res, origin, x, y, FetchParams(), 0.5)
+        assert lay.query == f"the {lay.target.split('_')[0]} cube"
+        seen_tables.add(lay.table)
+    assert seen_tables == set(TABLES)

@@ -1,0 +1,122 @@
+"""The full fetch graph (launch/fetch.launch.yaml, real processes through the runner): one fetch that
+succeeds, and one test per failure reason (object not found, unreachable, grasp failed).
+
+One graph serves the module (it takes ~25 s to start: the perception models load); each test
+resets the simulator to its layout (``/sim_bridge/reset`` with object poses), clears the semantic
+map and sets the mission parameters it needs (they apply from the next fetch). Outcomes are
+judged from the simulator's ground truth (rlstack_mission.harness), not only from the mission's
+own word.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+import yaml
+from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+from rcl_interfaces.srv import SetParameters
+
+from rlstack_mission.graph import wait_until_ready
+from rlstack_mission.harness import FetchHarness
+from rlstack_mission.layouts import FetchLayout
+from rlstack_testing.domain import lease_domain_id
+from rlstack_testing.processes import ProcessGroup
+from rlstack_testing.probe import RosProbe
+
+REPO = Path(__file__).resolve().parents[1]
+HOME_MAP = str(REPO / "maps" / "home.yaml")
+MISSION_YAML = yaml.safe_load((REPO / "launch" / "params" / "mission.yaml").read_text())["/**"]["ros__parameters"]
+
+
+class Graph:
+    def __init__(self, probe: RosProbe, processes: ProcessGroup) -> None:
+        self.probe, self.processes = probe, processes
+        self.harness = FetchHarness(probe.node)
+        self.params = probe.node.create_client(SetParameters, "/mission/set_parameters")
+
+    def set_mission(self, **values) -> None:
+        """Set mission parameters (doubles, ints or double lists); they apply from the next fetch."""
+        msgs = []
+        for name, v in values.items():
+            if isinstance(v, list):
+                pv = ParameterValue(type=ParameterType.PARAMETER_DOUBLE_ARRAY, double_array_value=[float(x) for x in v])
+            elif isinstance(v, int):
+                pv = ParameterValue(type=ParameterType.PARAMETER_INTEGER, integer_value=v)
+            else:
+                pv = ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=float(v))
+            msgs.append(Parameter(name=name, value=pv))
+        reply = self.harness._call(self.params, SetParameters.Request(parameters=msgs))
+        assert all(r.successful for r in reply.results), [r.reason for r in reply.results]
+
+    def fetch(self, layout: FetchLayout, timeout_s: float = 240.0) -> dict:
+        self.harness.apply(layout)
+        result = self.harness.fetch(layout, timeout_s)
+        self.processes.assert_all_alive()
+        return result
+
+
+@pytest.fixture(scope="module")
+def graph(tmp_path_factory):
+    lease = lease_domain_id()
+    processes = ProcessGroup(lease.domain_id, tmp_path_factory.mktemp("fetch-logs"))
+    probe = RosProbe(lease.domain_id, name="fetch_test")
+    spinner = threading.Thread(target=probe.executor.spin, daemon=True)
+    spinner.start()
+    try:
+        processes.start_graph(REPO / "launch" / "fetch.launch.yaml", name="fetch_graph", grace=10.0)
+        runner = processes.processes[0]
+        wait_until_ready(probe.node, runner.alive, timeout_s=150.0, log_hint=runner.name)
+        yield Graph(probe, processes)
+    finally:
+        processes.stop_all(grace=10.0)
+        probe.executor.shutdown(timeout_sec=5.0)
+        probe.close()
+        lease.release()
+
+
+def test_fetch_brings_the_cube_to_the_dropoff(graph):
+    layout = graph.harness.layout(1, HOME_MAP)  # the green cube on table_3
+    result = graph.fetch(layout)
+    assert result["code_name"] == "SUCCEEDED", result
+    assert result["success"] and result["dropoff_error_m"] <= 0.35 and result["object_final"][2] < 0.15
+    assert list(result["phase_durations"]) [-3:] == ["GRASP", "RETURN", "DROP"]
+    assert result["grasp_attempts"] >= 1 and result["distance_driven_m"] > 2.0
+
+
+def test_object_not_found_after_exploring(graph):
+    graph.set_mission(explore_waypoints=[0.0, 0.0, 0.0], look_around_yaws=2)
+    try:
+        layout = graph.harness.layout(1, HOME_MAP)
+        layout = FetchLayout(**{**layout.__dict__, "query": "the purple elephant"})
+        result = graph.fetch(layout, timeout_s=120.0)
+    finally:
+        graph.set_mission(explore_waypoints=MISSION_YAML["explore_waypoints"],
+                          look_around_yaws=MISSION_YAML["look_around_yaws"])
+    assert result["code_name"] == "NOT_FOUND", result
+    assert "purple elephant" in result["reason"] and "1 waypoint" in result["reason"]
+    assert not result["success"]
+
+
+def test_object_on_the_floor_is_unreachable(graph):
+    layout = graph.harness.layout(2, HOME_MAP)
+    # the target 1.2 m ahead of the robot's start, on the floor: found at once, but not on a table
+    layout = FetchLayout(**{**layout.__dict__, "target_pose": (1.2, 0.0, 0.025, 0.3)})
+    result = graph.fetch(layout, timeout_s=180.0)
+    assert result["code_name"] == "UNREACHABLE", result
+    assert "floor" in result["reason"] and layout.target.split("_")[0] in result["reason"]
+
+
+def test_grasp_failed_after_every_retry(graph):
+    # a lift needs ~3 s: with 0.5 s per attempt every attempt fails, and the retries are exercised
+    graph.set_mission(max_grasp_attempts=2, grasp_timeout_s=0.5)
+    try:
+        layout = graph.harness.layout(1, HOME_MAP)
+        result = graph.fetch(layout)
+    finally:
+        graph.set_mission(max_grasp_attempts=MISSION_YAML["max_grasp_attempts"],
+                          grasp_timeout_s=MISSION_YAML["grasp_timeout_s"])
+    assert result["code_name"] == "GRASP_FAILED", result
+    assert result["grasp_attempts"] == 2 and "2 attempt(s)" in result["reason"]
+    assert result["reason"].count("within 0.5 s") == 2
