@@ -18,7 +18,6 @@ Exit status 0 only if the fetch succeeded and both files were written.
 from __future__ import annotations
 
 import json
-import math
 import sys
 import threading
 import time
@@ -85,10 +84,11 @@ class DemoVideo:
             self.grid_msg = msg
 
     def _on_odom(self, msg) -> None:
+        from rlstack_mission.frames import yaw_of
+
         p, q = msg.pose.pose.position, msg.pose.pose.orientation
-        yaw = math.atan2(2 * (q.w * q.z + q.x * q.y), 1 - 2 * (q.y * q.y + q.z * q.z))
         with self.lock:
-            self.robot = (p.x, p.y, yaw)
+            self.robot = (p.x, p.y, yaw_of((q.x, q.y, q.z, q.w)))
 
     def _on_plan(self, msg) -> None:
         with self.lock:

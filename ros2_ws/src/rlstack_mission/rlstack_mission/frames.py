@@ -15,15 +15,10 @@ from typing import Dict, Optional, Sequence, Tuple
 import numpy as np
 
 from rlstack_learning.derive import quat_mul, quat_rotate
+from rlstack_learning.derive import yaw as yaw_of  # noqa: F401 - re-exported: yaw of (x, y, z, w)
 
 Vec3 = Tuple[float, float, float]
 Quat = Tuple[float, float, float, float]
-
-
-def yaw_of(q: Sequence[float]) -> float:
-    """Yaw of a quaternion (x, y, z, w)."""
-    x, y, z, w = (float(v) for v in q)
-    return math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
 
 
 def quat_conj(q: Sequence[float]) -> Quat:

@@ -20,13 +20,17 @@ from typing import Dict, List, Mapping, Sequence, Tuple
 
 import numpy as np
 
+from sim_bridges import make_scene
+from sim_bridges.scenes.home import TABLE_SIZE as HOME_TABLE_SIZE
+
 from .fetch import FetchParams, plan_approaches
 
 COLORS = ("red", "green", "blue", "yellow")
-#: (centre x, centre y, size x, size y) of the home tables; top at TABLE_TOP
-TABLES = {"table_1": (2.6, -2.0, 0.8, 0.6), "table_2": (-2.0, -2.2, 0.8, 0.6), "table_3": (0.8, 2.4, 0.8, 0.6)}
-TABLE_TOP = 0.5
-CUBE_SIZE = 0.05
+#: (centre x, centre y, size x, size y) of the home tables, read from the scene itself
+TABLES = {o.name: (float(o.pose.position[0]), float(o.pose.position[1]), float(o.size[0]), float(o.size[1]))
+          for o in make_scene("home").static if o.name.startswith("table_")}
+TABLE_TOP = HOME_TABLE_SIZE[2]
+CUBE_SIZE = next(o.size[2] for o in make_scene("home").objects if o.name.endswith("_cube"))
 TABLE_MARGIN = 0.07
 MIN_SEPARATION = 0.12
 #: the arm's comfortable reach from the table edge (the lift policy was trained up to 0.30 m)
