@@ -13,10 +13,13 @@
 5. Writes out/demo_report.json (success, phase timings, distances, files) and prints a summary.
 
 Exit status 0 only if the fetch succeeded and both files were written.
+
+Other layouts: ``python tools/demo.py --seed 2 --color blue`` (after ``source env.sh``).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import threading
@@ -139,7 +142,12 @@ class DemoVideo:
         return self.writer.close()
 
 
-def main() -> int:
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="one recorded fetch in the home scene (make demo)")
+    ap.add_argument("--seed", type=int, default=DEMO_SEED, help="layout seed (rlstack_mission.layouts)")
+    ap.add_argument("--color", default=DEMO_COLOR, choices=("red", "green", "blue", "yellow"),
+                    help="colour of the cube to fetch")
+    args = ap.parse_args(argv)
     import rclpy
     from rclpy.executors import MultiThreadedExecutor
 
@@ -162,7 +170,7 @@ def main() -> int:
             ready_s = graph.wait_ready(node)
             print(f"[demo] graph ready in {ready_s:.1f} s", flush=True)
             harness = FetchHarness(node)
-            layout = harness.layout(DEMO_SEED, str(ROOT / "maps" / "home.yaml"), target_color=DEMO_COLOR)
+            layout = harness.layout(args.seed, str(ROOT / "maps" / "home.yaml"), target_color=args.color)
             harness.apply(layout)
             print(f"[demo] layout: seed {layout.seed}, {layout.target} on {layout.table} at "
                   f"({layout.target_pose[0]:.2f}, {layout.target_pose[1]:.2f}); drop-off "

@@ -274,10 +274,23 @@ class PyBulletBackend(SimBackend):
             self._mobile = robot
         if spec.arm is not None:
             self._arm = robot
+            if spec.arm.fingers_coupled and len(spec.arm.finger_joints) == 2:
+                self._couple_fingers(robot, spec.arm)
         if spec.cart_joint is not None:
             self._cart = robot
         if spec.plate_joints is not None:
             self._plate = robot
+
+    def _couple_fingers(self, robot: _Robot, arm) -> None:
+        """Mirror the two fingers (gear ratio -1 between their joints, as the PyBullet Panda examples).
+
+        The Franka Hand drives both fingers from one motor; two independent position motors
+        instead let a carried object slide the finger pair sideways as one piece.
+        """
+        a, b = (robot.joints[n].index for n in arm.finger_joints)
+        c = p.createConstraint(robot.body, a, robot.body, b, jointType=p.JOINT_GEAR, jointAxis=[1, 0, 0],
+                               parentFramePosition=[0, 0, 0], childFramePosition=[0, 0, 0], physicsClientId=self._cid)
+        p.changeConstraint(c, gearRatio=-1, erp=0.1, maxForce=50, physicsClientId=self._cid)
 
     def _build_cameras(self, spec: SceneSpec) -> None:
         robots = {r.spec.name: r for r in self._robots}

@@ -82,6 +82,10 @@ class ArmSpec:
     :param base_link: link whose frame end-effector deltas are expressed in
     :param ee_link: link tracked by IK (the grasp point between the fingers)
     :param ee_down: end-effector orientation (xyzw, in the arm base frame) held by IK
+    :param fingers_coupled: the two fingers move as mirror images (one motor through a linkage,
+        as the Franka Hand's), enforced by a gear constraint. Uncoupled, each finger is its own
+        20 N motor: a held object can slide the finger pair sideways as one piece until a finger
+        reaches its limit, and opening then drags the object along instead of letting it go.
     """
 
     joints: Tuple[str, ...]
@@ -92,6 +96,7 @@ class ArmSpec:
     finger_closed: float
     finger_force: float
     ee_down: Tuple[float, float, float, float] = (1.0, 0.0, 0.0, 0.0)
+    fingers_coupled: bool = True
 
 
 @dataclass(frozen=True)

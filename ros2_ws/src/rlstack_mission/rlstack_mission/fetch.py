@@ -12,7 +12,8 @@ Read :meth:`FetchMission.run` top to bottom; it is the whole mission::
               up to ``max_grasp_attempts``                                   -> GRASP_FAILED
     RETURN    stow the arm in its carry pose, back off, drive to the stand pose behind the
               drop-off point                                                 -> UNREACHABLE
-    DROP      open the gripper above the drop-off point                      -> SUCCEEDED
+    DROP      open the gripper above the drop-off point; the fingers must be seen
+              open (re-tried by the robot)                      -> RELEASE_FAILED / SUCCEEDED
 
 Everything that touches the robot goes through :class:`RobotPorts` (the ROS node implements it
 with the semantic-map service, the NavigateTo action, the policy node's lifecycle and a few
@@ -43,6 +44,7 @@ class FetchCode(IntEnum):
     GRASP_FAILED = 3
     CANCELED = 4
     ERROR = 5
+    RELEASE_FAILED = 6
 
 
 class MissionAborted(Exception):
@@ -114,6 +116,8 @@ class FetchParams:
     min_match_score: float = 0.85           # a semantic-map match needs at least this score (cosine, -1..1)
     explore_waypoints: Sequence[Tuple[float, float, float]] = ()  # (x, y, yaw) visited in order while exploring
     look_around_yaws: int = 4               # headings looked at on each waypoint (360 deg / n apart); 0: none
+    waypoint_alternates: int = 2            # a waypoint navigation cannot reach: free poses this many around it tried
+    waypoint_alternate_distance: float = 0.8  # ... that far from it (m)
     explore_timeout_s: float = 240.0        # give up exploring after this long (s)
     max_grasp_attempts: int = 3             # grasps tried before GRASP_FAILED
     max_nav_attempts: int = 2               # navigation tries per leg (the controller itself replans on a blocked path)
@@ -141,7 +145,8 @@ class RobotPorts(Protocol):
     def grasp(self, target: Match) -> GraspOutcome: ...
     def recover_arm(self) -> None: ...
     def stow(self) -> GraspOutcome: ...
-    def release(self) -> None: ...
+    def release(self) -> GraspOutcome:
+        """Open the gripper; ok once the fingers are seen open (the object let go)."""
     def wait(self, seconds: float) -> None: ...
     def feedback(self, phase: str, detail: str) -> None: ...
 
@@ -238,6 +243,22 @@ def plan_approaches(mask: np.ndarray, resolution: float, origin: Tuple[float, fl
     return out
 
 
+def alternate_viewpoints(mask: np.ndarray, resolution: float, origin: Tuple[float, float], goal: Pose2D,
+                         near: Pose2D, distance: float, robot_radius: float, count: int) -> List[Pose2D]:
+    """Up to ``count`` poses ``distance`` from ``goal`` (same heading), free for the robot's footprint on
+    the static map, nearest to ``near`` (the robot) first.
+
+    An exploration waypoint is a place to look from, not a place that matters: when something
+    the static map does not know (an object on the floor, a person) blocks it, a pose beside it
+    sees nearly the same.
+    """
+    ring = [Pose2D(goal.x + distance * math.cos(a), goal.y + distance * math.sin(a), goal.yaw)
+            for a in (2.0 * math.pi * k / 12 for k in range(12))]
+    free = [p for p in ring if clearance(mask, resolution, origin, p.x, p.y, robot_radius)]
+    free.sort(key=lambda p: math.hypot(p.x - near.x, p.y - near.y))
+    return free[:max(0, count)]
+
+
 def stand_pose_for_drop(x: float, y: float, yaw: float, carry_offset: float) -> Pose2D:
     """Where the base stands so that the carried object (``carry_offset`` ahead of it) is above (x, y)."""
     return Pose2D(x - carry_offset * math.cos(yaw), y - carry_offset * math.sin(yaw), yaw)
@@ -290,7 +311,10 @@ class FetchMission:
             result.target = target
             self._return(dropoff)
             self._enter("DROP", "opening the gripper above the drop-off point")
-            self.ports.release()
+            released = self.ports.release()
+            if not released.ok:
+                raise MissionAborted(FetchCode.RELEASE_FAILED,
+                                     f"could not let go of '{target.label}' at the drop-off: {released.reason}")
             self.ports.wait(self.p.settle_s)
             result.code, result.reason = FetchCode.SUCCEEDED, f"brought '{target.label}' to the drop-off"
         except MissionAborted as exc:
@@ -312,7 +336,7 @@ class FetchMission:
             self.ports.feedback("EXPLORE", f"waypoint {i + 1}/{len(self.p.explore_waypoints)} ({x:.1f}, {y:.1f})")
             outcome = self.ports.navigate(Pose2D(x, y, yaw))
             if not outcome.ok:
-                self.ports.feedback("EXPLORE", f"skipping waypoint {i + 1}: {outcome.reason}")
+                outcome = self._beside_waypoint(i, Pose2D(x, y, yaw), outcome)
             n = max(1, self.p.look_around_yaws)
             for k in range(n):
                 found = best_match(self.ports.query(query), self.p.min_match_score)
@@ -324,6 +348,21 @@ class FetchMission:
         raise MissionAborted(FetchCode.NOT_FOUND,
                              f"nothing in the semantic map matched '{query}' with score >= {self.p.min_match_score:g} "
                              f"after exploring {len(self.p.explore_waypoints)} waypoint(s)")
+
+    def _beside_waypoint(self, i: int, waypoint: Pose2D, failed: NavOutcome) -> NavOutcome:
+        """Waypoint ``i`` could not be reached: try free poses beside it; look from where the robot ends."""
+        mask, res, origin = self.ports.occupancy()
+        for alt in alternate_viewpoints(mask, res, origin, waypoint, self.ports.base_pose(),
+                                        self.p.waypoint_alternate_distance, self.robot_radius,
+                                        self.p.waypoint_alternates):
+            self.ports.feedback("EXPLORE", f"waypoint {i + 1} not reached ({failed.reason}); "
+                                           f"trying beside it at ({alt.x:.1f}, {alt.y:.1f})")
+            outcome = self.ports.navigate(alt)
+            if outcome.ok:
+                return outcome
+            failed = outcome
+        self.ports.feedback("EXPLORE", f"waypoint {i + 1} not reached: {failed.reason}; looking from here")
+        return failed
 
     def _approaches(self, target: Match) -> List[Approach]:
         mask, res, origin = self.ports.occupancy()

@@ -117,6 +117,10 @@ class MissionNode(Node):
             explore_waypoints=[tuple(waypoints[i:i + 3]) for i in range(0, len(waypoints) - 2, 3)],
             look_around_yaws=d("look_around_yaws", p.look_around_yaws, "Headings looked at per waypoint (0: none)",
                                min_value=0, max_value=36),
+            waypoint_alternates=d("waypoint_alternates", p.waypoint_alternates, "Free poses beside an unreachable "
+                                  "exploration waypoint tried instead (0: none)", min_value=0, max_value=12),
+            waypoint_alternate_distance=d("waypoint_alternate_distance", p.waypoint_alternate_distance,
+                                          "Distance of those poses from the waypoint, m", min_value=0.1, max_value=5.0),
             explore_timeout_s=d("explore_timeout_s", p.explore_timeout_s, "Exploration time limit, s",
                                 min_value=1.0, max_value=3600.0),
             max_grasp_attempts=d("max_grasp_attempts", p.max_grasp_attempts, "Grasps tried before GRASP_FAILED",
@@ -152,6 +156,10 @@ class MissionNode(Node):
         self.hold_s = d("hold_s", 1.0, "The lift must hold this long, s (sim time)", min_value=0.0, max_value=60.0)
         self.min_finger_width = d("min_finger_width", 0.02, "Closed fingers wider than this hold something, m",
                                   min_value=0.0, max_value=0.08)
+        self.open_finger_width = d("open_finger_width", 0.07, "Fingers at least this wide have let go (drop), m",
+                                   min_value=0.0, max_value=0.08)
+        self.release_attempts = d("release_attempts", 3, "Open-the-gripper tries at the drop-off (close and reopen "
+                                  "between them)", min_value=1, max_value=10)
         carry = d("carry_point", [0.40, 0.0, 0.60], "Grasp point in base_link while carrying (x, y, z), m")
         if len(carry) != 3:
             raise ValueError("carry_point must be (x, y, z)")
@@ -578,12 +586,28 @@ class RosPorts:
         self._move_ee(up, 2.0, gripper_open=True)
         self._move_ee(self.n.carry_point, 4.0, gripper_open=True)
 
-    def release(self) -> None:
-        self.n.target_name = None
-        self.n.gripper_pub.publish(Bool(data=True))
-        self._sim_sleep(0.5)
-        self._move_ee(self._ee() + np.array([0.0, 0.0, 0.05]), 1.0, gripper_open=True)
+    def release(self) -> GraspOutcome:
+        """Open the gripper and check that the fingers did open (the object let go).
 
+        A jammed gripper gets ``release_attempts`` close-and-reopen cycles; the arm lifts 5 cm
+        after each opening, so a freed object falls clear of the fingers.
+        """
+        self.n.target_name = None
+        open_width = 0.0
+        for attempt in range(self.n.release_attempts):
+            if attempt:
+                self.n.gripper_pub.publish(Bool(data=False))   # re-seat the object, then open again
+                self._sim_sleep(0.5)
+            self.n.gripper_pub.publish(Bool(data=True))
+            self._sim_sleep(0.5)
+            self._move_ee(self._ee() + np.array([0.0, 0.0, 0.05]), 1.0, gripper_open=True)
+            open_width = self.n.fingers if self.n.fingers is not None else 0.0
+            if open_width >= self.n.open_finger_width:
+                return GraspOutcome(True)
+            self.n.get_logger().warning(f"release attempt {attempt + 1}: the fingers opened only to "
+                                      f"{open_width * 100:.1f} cm (< {self.n.open_finger_width * 100:.1f} cm)")
+        return GraspOutcome(False, f"the fingers stayed at {open_width * 100:.1f} cm after "
+                                   f"{self.n.release_attempts} attempt(s)")
 
 def main(args: Optional[List[str]] = None) -> int:
     rclpy.init(args=args)

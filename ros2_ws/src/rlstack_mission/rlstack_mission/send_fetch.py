@@ -14,7 +14,10 @@ import sys
 import time
 from typing import Callable, Dict, Optional
 
-FETCH_CODES = {0: "SUCCEEDED", 1: "NOT_FOUND", 2: "UNREACHABLE", 3: "GRASP_FAILED", 4: "CANCELED", 5: "ERROR"}
+from .fetch import FetchCode
+
+#: result code -> name (the codes of rlstack_interfaces/action/Fetch)
+FETCH_CODES = {int(c): c.name for c in FetchCode}
 
 
 def send_fetch(node, query: str, dropoff_xyyaw, timeout_s: float = 600.0, frame: str = "map",

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from rlstack_mission.fetch import (FetchCode, FetchMission, FetchParams, GraspOutcome, Match, MissionAborted,
-                                   NavOutcome, Pose2D, best_match, plan_approaches, stand_pose_for_drop)
+                                   NavOutcome, Pose2D, best_match, clearance, plan_approaches,
+                                   stand_pose_for_drop)
 from rlstack_mission.layouts import TABLES, make_layout
 from rlstack_nav.map_io import load_map
 
@@ -65,7 +66,8 @@ def test_best_match_needs_the_score_and_ignores_non_finite():
 class ScriptedRobot:
     """RobotPorts on a script: which queries answer, which navigation goals fail, grasp outcomes."""
 
-    def __init__(self, home, found_after_queries=0, nav_fails=(), grasps=(True,), cancel_after=None):
+    def __init__(self, home, found_after_queries=0, nav_fails=(), grasps=(True,), cancel_after=None,
+                 releases=True):
         self.mask, self.res, self.origin = home
         self.queries = 0
         self.found_after = found_after_queries
@@ -74,6 +76,7 @@ class ScriptedRobot:
         self.pose = Pose2D(0.0, 0.0, 0.0)
         self.log = []
         self.cancel_after = cancel_after
+        self.releases = releases
 
     def _tick(self, what):
         self.log.append(what)
@@ -125,6 +128,7 @@ class ScriptedRobot:
 
     def release(self):
         self._tick("release")
+        return GraspOutcome(self.releases, "" if self.releases else "the fingers stayed at 5.3 cm after 3 attempt(s)")
 
     def wait(self, seconds):
         pass
@@ -159,6 +163,29 @@ def test_explores_until_found(home):
     assert "[EXPLORE]" in robot.log and robot.log.count("turn") >= 2
 
 
+def test_a_blocked_waypoint_is_replaced_by_a_free_pose_beside_it(home):
+    # the first waypoint (1.2, -0.8) cannot be reached, nor the first pose beside it; the second one can
+    robot = ScriptedRobot(home, found_after_queries=1, nav_fails=[True, True, False])
+    goals = []
+    navigate = robot.navigate
+    robot.navigate = lambda pose: (goals.append(pose), navigate(pose))[1]
+    r = run(robot, waypoint_alternates=2, waypoint_alternate_distance=0.8, look_around_yaws=0)
+    assert r.code == FetchCode.SUCCEEDED
+    first, alt1, alt2 = goals[:3]
+    for alt in (alt1, alt2):
+        assert math.hypot(alt.x - first.x, alt.y - first.y) == pytest.approx(0.8)
+        assert clearance(*home, alt.x, alt.y, 0.5)   # free for the footprint on the static map
+    # found from the reached alternate: the second waypoint (3.0, 0.2) was never needed
+    assert all(math.hypot(g.x - 3.0, g.y - 0.2) > 0.01 for g in goals)
+
+
+def test_an_unreachable_waypoint_is_still_looked_from_where_the_robot_stopped(home):
+    robot = ScriptedRobot(home, found_after_queries=10**6, nav_fails=[True] * 3)
+    r = run(robot, waypoint_alternates=2, look_around_yaws=0)
+    assert r.code == FetchCode.NOT_FOUND
+    assert robot.queries == 1 + 2   # LOCATE, then once per waypoint although the first was never reached
+
+
 def test_not_found_after_exploring_every_waypoint(home):
     robot = ScriptedRobot(home, found_after_queries=10**6)
     r = run(robot, query="the purple elephant")
@@ -189,6 +216,14 @@ def test_grasp_retries_then_succeeds_or_fails_with_every_reason(home):
     assert robot.log.count("grasp") == 3 and robot.log.count("recover") == 3
 
 
+def test_a_gripper_that_does_not_let_go_is_a_release_failure_not_a_success(home):
+    robot = ScriptedRobot(home, releases=False)
+    r = run(robot)
+    assert r.code == FetchCode.RELEASE_FAILED
+    assert "could not let go of 'yellow cube'" in r.reason and "5.3 cm" in r.reason
+    assert robot.log.count("release") == 1 and r.phase_durations.keys() >= {"RETURN", "DROP"}
+
+
 def test_cancel_and_bad_requests(home):
     r = run(ScriptedRobot(home, cancel_after=3))
     assert r.code == FetchCode.CANCELED
@@ -213,3 +248,12 @@ def test_layouts_are_seeded_reachable_and_clear_of_other_objects(home):
         assert lay.query == f"the {lay.target.split('_')[0]} cube"
         seen_tables.add(lay.table)
     assert seen_tables == set(TABLES)
+
+
+def test_result_codes_are_the_fetch_actions():
+    """FetchCode is the pure core's copy of the action's constants: they must not drift apart."""
+    from rlstack_interfaces.action import Fetch
+
+    declared = {name: getattr(Fetch.Result, name) for name in dir(Fetch.Result)
+                if name.isupper() and isinstance(getattr(Fetch.Result, name), int)}
+    assert declared == {c.name: int(c) for c in FetchCode}
