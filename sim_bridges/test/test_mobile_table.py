@@ -105,3 +105,61 @@ def test_arm_reaches_the_far_corners(scene_cache):
         pos = np.array(p.getLinkState(body, ee, computeForwardKinematics=1, physicsClientId=cid)[4])
         base = sim.base_odometry().pose.position
         assert np.linalg.norm(pos - np.asarray(target) - [base[0], base[1], 0.0]) < 0.02, target
+
+
+def _body_and_link(p, cid, body_name: bytes, link: bytes):
+    body = next(p.getBodyUniqueId(i, physicsClientId=cid) for i in range(p.getNumBodies(physicsClientId=cid))
+                if p.getBodyInfo(p.getBodyUniqueId(i, physicsClientId=cid), physicsClientId=cid)[1] == body_name)
+    index = next(j for j in range(p.getNumJoints(body, physicsClientId=cid))
+                 if p.getJointInfo(body, j, physicsClientId=cid)[12] == link)
+    return body, index
+
+
+def test_end_effector_steps_do_not_depend_on_how_far_the_base_has_driven(scene_cache):
+    """The wheels are continuous joints: their angles grow as the base drives (~150 rad after 12 m).
+    The arm's IK must ignore them; it once crawled at a tenth of the commanded speed after a long drive."""
+    import pybullet as p
+
+    sim = scene_cache("mobile_table")
+    cid = sim.client_id
+    body, ee = _body_and_link(p, cid, b"mobile_manipulator", b"panda_grasptarget")
+    wheels = [j for j in range(p.getNumJoints(body, physicsClientId=cid))
+              if b"wheel" in p.getJointInfo(body, j, physicsClientId=cid)[1]]
+    assert len(wheels) == 2
+    moved = {}
+    for wheel_angle in (0.0, 150.0, -150.0):
+        sim.reset(0)
+        for j in wheels:
+            p.resetJointState(body, j, wheel_angle, physicsClientId=cid)
+        start = np.array(p.getLinkState(body, ee, computeForwardKinematics=1, physicsClientId=cid)[4])
+        for _ in range(20):
+            sim.set_end_effector_delta(0.015, 0.0, 0.0)
+            sim.step(1)
+        end = np.array(p.getLinkState(body, ee, computeForwardKinematics=1, physicsClientId=cid)[4])
+        moved[wheel_angle] = float(end[0] - start[0])
+    assert moved[0.0] > 0.05, moved                       # the steps do move the hand (20 x 1.5 cm commanded)
+    for angle in (150.0, -150.0):
+        assert moved[angle] == pytest.approx(moved[0.0], abs=0.01), moved
+
+
+def test_the_two_fingers_mirror_each_other(scene_cache):
+    """The Franka Hand's fingers are coupled; uncoupled, a held cube slid the finger pair to one limit and
+    stayed in the opened hand. Pushing one finger outward must move the other outward by as much."""
+    import pybullet as p
+
+    sim = scene_cache("mobile_table")
+    cid = sim.client_id
+    body, _ = _body_and_link(p, cid, b"mobile_manipulator", b"panda_grasptarget")
+    fingers = [j for j in range(p.getNumJoints(body, physicsClientId=cid))
+               if b"finger_joint" in p.getJointInfo(body, j, physicsClientId=cid)[1]]
+    sim.reset(0)
+    sim.set_gripper(False)
+    for _ in range(30):
+        sim.step(1)
+    # drive only the first finger open; the gear constraint must carry the second along
+    p.setJointMotorControl2(body, fingers[0], p.POSITION_CONTROL, targetPosition=0.03, force=20.0, physicsClientId=cid)
+    p.setJointMotorControl2(body, fingers[1], p.VELOCITY_CONTROL, targetVelocity=0.0, force=0.0, physicsClientId=cid)
+    for _ in range(30):
+        sim.step(1)
+    a, b = (p.getJointState(body, j, physicsClientId=cid)[0] for j in fingers)
+    assert a > 0.02 and b == pytest.approx(a, abs=0.003), (a, b)

@@ -610,10 +610,23 @@ class PyBulletBackend(SimBackend):
         target = np.asarray(ee_pos) + quat_to_matrix(base_orn) @ delta
         _, target_orn = p.multiplyTransforms((0, 0, 0), base_orn, (0, 0, 0), arm.ee_down)
         joints = list(robot.joints.values())
-        lower = [j.lower if math.isfinite(j.lower) else -2 * math.pi for j in joints]
-        upper = [j.upper if math.isfinite(j.upper) else 2 * math.pi for j in joints]
         current = [s[0] for s in p.getJointStates(robot.body, robot.joint_indices, physicsClientId=cid)]
-        rest = [robot.spec.initial_positions.get(j.name, current[i]) for i, j in enumerate(joints)]
+        # PyBullet's IK takes every movable joint of the body. Joints that do not move the end
+        # effector (a mobile base's wheels) get a window around where they are: a continuous
+        # wheel joint accumulates its angle while driving (150 rad after 12 m), and fixed
+        # +-2 pi limits with a rest pose outside them cripple the null-space solution (the
+        # arm then moves a tenth of each commanded step).
+        moves_ee = set(arm.joints)
+        lower, upper, rest = [], [], []
+        for i, j in enumerate(joints):
+            if j.name in moves_ee:
+                lower.append(j.lower if math.isfinite(j.lower) else -2 * math.pi)
+                upper.append(j.upper if math.isfinite(j.upper) else 2 * math.pi)
+                rest.append(robot.spec.initial_positions.get(j.name, current[i]))
+            else:
+                lower.append(current[i] - math.pi)
+                upper.append(current[i] + math.pi)
+                rest.append(current[i])
         solution = p.calculateInverseKinematics(
             robot.body,
             robot.links[arm.ee_link],
