@@ -170,18 +170,28 @@ def compose(lookup: Mapping[str, Tuple[str, Vec3, Quat]], parent: str, child: st
     """Pose of ``child`` in ``parent`` from ``lookup[frame] = (its parent, translation, rotation xyzw)``
     (a TF tree: each frame has one parent). Walks up from ``child``; KeyError naming the first
     frame that has no known parent when ``parent`` is not an ancestor."""
+    _, pos, rot = walk_up(lookup, child, parent, max_depth)
+    return pos, rot
+
+
+def walk_up(lookup: Mapping[str, Tuple[str, Vec3, Quat]], child: str, ancestor: Optional[str] = None,
+            max_depth: int = 64) -> Tuple[str, Vec3, Quat]:
+    """(frame reached, pose of ``child`` in it): walk up the tree from ``child`` to ``ancestor``, or
+    with ``ancestor=None`` to the root (the first frame without a known parent)."""
     pos: Vec3 = (0.0, 0.0, 0.0)
     rot: Quat = (0.0, 0.0, 0.0, 1.0)
     frame = child
     for _ in range(max_depth):
-        if frame == parent:
-            return pos, rot
+        if frame == ancestor:
+            return frame, pos, rot
         if frame not in lookup:
-            raise KeyError(f"no transform to frame '{frame}' (chain {parent} -> {child})")
+            if ancestor is None:
+                return frame, pos, rot
+            raise KeyError(f"no transform to frame '{frame}' (chain {ancestor} -> {child})")
         up, t, q = lookup[frame]
         # pose in 'up' = T(up<-frame) * pose in 'frame'
         r = quat_rotate(q, pos)
         pos = (t[0] + r[0], t[1] + r[1], t[2] + r[2])
         rot = quat_mul(q, rot)
         frame = up
-    raise KeyError(f"transform chain {parent} -> {child} longer than {max_depth} frames (a loop?)")
+    raise KeyError(f"transform chain {ancestor or 'root'} -> {child} longer than {max_depth} frames (a loop?)")

@@ -14,7 +14,7 @@ from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
-from rlstack_learning.derive import quat_mul, quat_rotate
+from rlstack_learning.derive import quat_mul, quat_rotate, walk_up
 from rlstack_learning.derive import yaw as yaw_of  # noqa: F401 - re-exported: yaw of (x, y, z, w)
 
 Vec3 = Tuple[float, float, float]
@@ -44,19 +44,9 @@ class TfTree:
 
     def _to_root(self, frame: str) -> Tuple[str, Vec3, Quat]:
         """(root frame, pose of ``frame`` in it)."""
-        pos: Vec3 = (0.0, 0.0, 0.0)
-        rot: Quat = (0.0, 0.0, 0.0, 1.0)
         with self._lock:
             edges = dict(self._edges)
-        for _ in range(64):
-            if frame not in edges:
-                return frame, pos, rot
-            up, t, q = edges[frame]
-            r = quat_rotate(q, pos)
-            pos = (t[0] + r[0], t[1] + r[1], t[2] + r[2])
-            rot = quat_mul(q, rot)
-            frame = up
-        raise KeyError(f"transform chain from '{frame}' is longer than 64 frames (a loop?)")
+        return walk_up(edges, frame)
 
     def lookup(self, parent: str, child: str) -> Tuple[Vec3, Quat]:
         """Pose of ``child`` in ``parent``; KeyError when they are not connected."""

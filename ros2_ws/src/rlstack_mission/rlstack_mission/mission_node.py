@@ -30,7 +30,7 @@ import math
 import sys
 import threading
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 import rclpy
@@ -421,48 +421,59 @@ class RosPorts:
         names = {v: k for k, v in vars(NavigateTo.Result).items() if k.isupper() and isinstance(v, int)}
         return NavOutcome(False, f"{names.get(res.code, res.code)}: {res.reason}")
 
+    def _closed_loop(self, command: Callable[[], Optional[Twist]], timeout_s: float,
+                     stalled: Callable[[], str]) -> NavOutcome:
+        """Publish ``command()`` every control period until it returns None (arrived) or ``timeout_s``
+        (wall clock) passes; the base is stopped either way."""
+        deadline = time.monotonic() + timeout_s
+        try:
+            while True:
+                self._check_cancel()
+                twist = command()
+                if twist is None:
+                    return NavOutcome(True)
+                if time.monotonic() > deadline:
+                    return NavOutcome(False, stalled())
+                self.n.cmd_pub.publish(twist)
+                time.sleep(self.period)
+        finally:
+            self.n.cmd_pub.publish(Twist())
+
     def drive_straight(self, distance: float) -> NavOutcome:
         """Closed loop on /odom along the current heading (docking): +ahead, -back."""
         if abs(distance) < 0.005:
             return NavOutcome(True)
         x0, y0, _, yaw0, _ = self._odom()
         c, s = math.cos(yaw0), math.sin(yaw0)
-        deadline = time.monotonic() + abs(distance) / self.n.dock_speed * 3.0 + 5.0
-        try:
-            while True:
-                self._check_cancel()
-                x, y, _, yaw, _ = self._odom()
-                done = (x - x0) * c + (y - y0) * s
-                remaining = distance - done
-                if abs(remaining) < 0.01:
-                    return NavOutcome(True)
-                if time.monotonic() > deadline:
-                    return NavOutcome(False, f"docking stalled {abs(remaining):.2f} m short")
-                v = math.copysign(min(self.n.dock_speed, 1.5 * abs(remaining) + 0.02), remaining)
-                w = -2.0 * math.remainder(yaw - yaw0, 2 * math.pi)
-                self.n.cmd_pub.publish(Twist(linear=Vector3(x=v), angular=Vector3(z=w)))
-                time.sleep(self.period)
-        finally:
-            self.n.cmd_pub.publish(Twist())
+        remaining = distance
+
+        def command() -> Optional[Twist]:
+            nonlocal remaining
+            x, y, _, yaw, _ = self._odom()
+            remaining = distance - ((x - x0) * c + (y - y0) * s)
+            if abs(remaining) < 0.01:
+                return None
+            v = math.copysign(min(self.n.dock_speed, 1.5 * abs(remaining) + 0.02), remaining)
+            w = -2.0 * math.remainder(yaw - yaw0, 2 * math.pi)   # hold the heading
+            return Twist(linear=Vector3(x=v), angular=Vector3(z=w))
+
+        return self._closed_loop(command, abs(distance) / self.n.dock_speed * 3.0 + 5.0,
+                                 lambda: f"docking stalled {abs(remaining):.2f} m short")
 
     def turn(self, angle: float) -> NavOutcome:
         """Turn in place by ``angle`` (rad, + counter-clockwise), closed loop on /odom."""
-        _, _, _, yaw0, _ = self._odom()
-        goal = yaw0 + angle
-        deadline = time.monotonic() + abs(angle) / 0.3 + 5.0
-        try:
-            while True:
-                self._check_cancel()
-                err = math.remainder(goal - self._odom()[3], 2 * math.pi)
-                if abs(err) < 0.03:
-                    return NavOutcome(True)
-                if time.monotonic() > deadline:
-                    return NavOutcome(False, f"turn stalled {math.degrees(abs(err)):.0f} deg short")
-                w = math.copysign(min(self.n.turn_speed, 2.0 * abs(err) + 0.1), err)
-                self.n.cmd_pub.publish(Twist(angular=Vector3(z=w)))
-                time.sleep(self.period)
-        finally:
-            self.n.cmd_pub.publish(Twist())
+        goal = self._odom()[3] + angle
+        err = angle
+
+        def command() -> Optional[Twist]:
+            nonlocal err
+            err = math.remainder(goal - self._odom()[3], 2 * math.pi)
+            if abs(err) < 0.03:
+                return None
+            return Twist(angular=Vector3(z=math.copysign(min(self.n.turn_speed, 2.0 * abs(err) + 0.1), err)))
+
+        return self._closed_loop(command, abs(angle) / 0.3 + 5.0,
+                                 lambda: f"turn stalled {math.degrees(abs(err)):.0f} deg short")
 
     # -- the arm
     def _policy_state(self) -> str:
