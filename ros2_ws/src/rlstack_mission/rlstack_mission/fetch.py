@@ -5,6 +5,8 @@ Read :meth:`FetchMission.run` top to bottom; it is the whole mission::
     LOCATE    ask the semantic map for the text; a match needs ``min_match_score``
     EXPLORE   nothing matched: visit the exploration waypoints, looking around at each and
               asking again, until found or ``explore_timeout_s``                -> NOT_FOUND
+              (a match the robot cannot stand next to is set aside and exploring goes on;
+              UNREACHABLE if nothing else turns up)
     NAVIGATE  choose the free side of the object's support (table) nearest to it, drive to a
               staging pose there (the navigation stack plans, replans on a blocked path),
               look again to refine the object's position, dock straight in   -> UNREACHABLE
@@ -153,12 +155,15 @@ class RobotPorts(Protocol):
 
 # ----------------------------------------------------------------------------- geometry
 def best_match(matches: Sequence[Match], min_score: float, near: Optional[Tuple[float, float]] = None,
-               max_shift: float = math.inf) -> Optional[Match]:
-    """The best-scoring match at or above ``min_score`` (optionally within ``max_shift`` of ``near``)."""
+               max_shift: float = math.inf, avoid: Sequence[Match] = ()) -> Optional[Match]:
+    """The best-scoring match at or above ``min_score`` (optionally within ``max_shift`` of ``near``),
+    none within ``max_shift`` (or 0.25 m) of a match in ``avoid``."""
     ok = [m for m in matches if math.isfinite(m.score) and m.score >= min_score
           and all(math.isfinite(v) for v in (m.x, m.y, m.z))]
     if near is not None:
         ok = [m for m in ok if math.hypot(m.x - near[0], m.y - near[1]) <= max_shift]
+    gate = max_shift if math.isfinite(max_shift) else 0.25
+    ok = [m for m in ok if all(math.hypot(m.x - a.x, m.y - a.y) > gate for a in avoid)]
     return max(ok, key=lambda m: m.score) if ok else None
 
 
@@ -284,6 +289,8 @@ class FetchMission:
         self._phase: Optional[str] = None
         self._phase_t0 = 0.0
         self.durations: Dict[str, float] = {}
+        self._next_waypoint = 0                       # exploration resumes here when asked again
+        self._explore_deadline: Optional[float] = None
 
     # -- bookkeeping
     def _enter(self, phase: str, detail: str = "") -> None:
@@ -305,7 +312,7 @@ class FetchMission:
                 raise MissionAborted(FetchCode.ERROR, "empty query: say what to fetch, e.g. 'the yellow cube'")
             if not all(math.isfinite(v) for v in (dropoff.x, dropoff.y, dropoff.yaw)):
                 raise MissionAborted(FetchCode.ERROR, "drop-off pose is not finite")
-            target = self._locate(query)
+            target = self._choose_target(query)
             result.target = target
             target = self._navigate_and_grasp(query, target, result)
             result.target = target
@@ -323,23 +330,56 @@ class FetchMission:
         result.phase_durations = dict(self.durations)
         return result
 
-    def _locate(self, query: str) -> Match:
-        self._enter("LOCATE", f"asking the semantic map for '{query}'")
-        found = best_match(self.ports.query(query), self.p.min_match_score)
+    def _choose_target(self, query: str) -> Match:
+        """The best match the robot can stand next to. A match it cannot reach (on the floor, no free
+        side) may be a misdetection (a red cylinder lying on its side looks like a red cube), so
+        exploring goes on for another match; UNREACHABLE only when nothing else turns up."""
+        unreachable: List[Tuple[Match, str]] = []
+        while True:
+            try:
+                target = self._locate(query, avoid=[m for m, _ in unreachable])
+            except MissionAborted as exc:
+                if exc.code != FetchCode.NOT_FOUND or not unreachable:
+                    raise
+                raise MissionAborted(FetchCode.UNREACHABLE, f"{unreachable[0][1]}; nothing else matched '{query}' "
+                                                            "after exploring") from None
+            try:
+                self._approaches(target)
+                return target
+            except MissionAborted as exc:
+                if exc.code != FetchCode.UNREACHABLE:
+                    raise
+                unreachable.append((target, exc.reason))
+                self.ports.feedback(self._phase or "LOCATE", f"{exc.reason}; looking for another match")
+
+    def _locate(self, query: str, avoid: Sequence[Match] = ()) -> Match:
+        """The best match of ``query`` (none near ``avoid``): from the map as it is, else by exploring
+        from the next unvisited waypoint on."""
+        if self._phase is None:
+            self._enter("LOCATE", f"asking the semantic map for '{query}'")
+        found = best_match(self.ports.query(query), self.p.min_match_score, avoid=avoid)
         if found is not None:
             return found
-        self._enter("EXPLORE", f"'{query}' not in the map yet: exploring")
-        deadline = self.clock() + self.p.explore_timeout_s
-        for i, (x, y, yaw) in enumerate(self.p.explore_waypoints):
+        if self._explore_deadline is None:
+            self._enter("EXPLORE", f"'{query}' not in the map yet: exploring")
+            self._explore_deadline = self.clock() + self.p.explore_timeout_s
+        else:
+            self._enter("EXPLORE", f"exploring on for '{query}'")
+        deadline = self._explore_deadline
+        waypoints = self.p.explore_waypoints
+        while self._next_waypoint < len(waypoints):
             if self.clock() > deadline:
                 break
-            self.ports.feedback("EXPLORE", f"waypoint {i + 1}/{len(self.p.explore_waypoints)} ({x:.1f}, {y:.1f})")
+            i = self._next_waypoint
+            self._next_waypoint += 1
+            x, y, yaw = waypoints[i]
+            self.ports.feedback("EXPLORE", f"waypoint {i + 1}/{len(waypoints)} ({x:.1f}, {y:.1f})")
             outcome = self.ports.navigate(Pose2D(x, y, yaw))
             if not outcome.ok:
                 outcome = self._beside_waypoint(i, Pose2D(x, y, yaw), outcome)
             n = max(1, self.p.look_around_yaws)
             for k in range(n):
-                found = best_match(self.ports.query(query), self.p.min_match_score)
+                found = best_match(self.ports.query(query), self.p.min_match_score, avoid=avoid)
                 if found is not None:
                     return found
                 if self.clock() > deadline or k == n - 1 or self.p.look_around_yaws == 0:
@@ -347,7 +387,7 @@ class FetchMission:
                 self.ports.turn(2 * math.pi / n)  # look around in place
         raise MissionAborted(FetchCode.NOT_FOUND,
                              f"nothing in the semantic map matched '{query}' with score >= {self.p.min_match_score:g} "
-                             f"after exploring {len(self.p.explore_waypoints)} waypoint(s)")
+                             f"after exploring {len(waypoints)} waypoint(s)")
 
     def _beside_waypoint(self, i: int, waypoint: Pose2D, failed: NavOutcome) -> NavOutcome:
         """Waypoint ``i`` could not be reached: try free poses beside it; look from where the robot ends."""

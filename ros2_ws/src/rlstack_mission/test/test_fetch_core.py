@@ -77,6 +77,7 @@ class ScriptedRobot:
         self.log = []
         self.cancel_after = cancel_after
         self.releases = releases
+        self.details = []
 
     def _tick(self, what):
         self.log.append(what)
@@ -135,6 +136,7 @@ class ScriptedRobot:
 
     def feedback(self, phase, detail):
         self.log.append(f"[{phase}]")
+        self.details.append(detail)
 
 
 def run(robot, query="the yellow cube", **params):
@@ -202,7 +204,22 @@ def test_unreachable_when_the_object_lies_on_the_floor(home):
     robot = ScriptedRobot(home)
     robot.query = lambda text: [Match(1, "yellow cube", 1.0, 0.0, 0.025, 0.97)]
     r = run(robot)
-    assert r.code == FetchCode.UNREACHABLE and "floor" in r.reason
+    assert r.code == FetchCode.UNREACHABLE and "floor" in r.reason and "after exploring" in r.reason
+    assert robot.log.count("navigate") == 2     # it explored on (both waypoints) before giving up
+
+
+def test_an_unreachable_match_is_set_aside_and_exploring_finds_the_real_object(home):
+    """A cylinder lying on the floor misread as the cube (seed 4 of the evaluation): the mission must
+    not give up on it, but explore on and fetch the cube on the table."""
+    robot = ScriptedRobot(home)
+    floor = Match(1, "yellow cube", -0.83, -2.0, 0.04, 0.90)
+    table = Match(7, "yellow cube", 2.6, -1.85, 0.525, 0.88)
+    answers = [[floor], [floor], [floor], [floor, table]]   # LOCATE, waypoint 1 (x2 headings), waypoint 2
+    robot.query = lambda text: answers.pop(0) if len(answers) > 1 else answers[0]
+    r = run(robot, look_around_yaws=2)
+    assert r.code == FetchCode.SUCCEEDED, r.reason
+    assert (r.target.x, r.target.y) == (table.x, table.y)   # the lower-scoring table match, not the floor one
+    assert any("looking for another match" in line for line in robot.details)
 
 
 def test_grasp_retries_then_succeeds_or_fails_with_every_reason(home):
