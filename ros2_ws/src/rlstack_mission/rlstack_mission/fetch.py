@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
@@ -102,6 +102,9 @@ class Approach:
     edge_y: float
     out_x: float             # unit vector from the object out through that edge
     out_y: float
+    #: the same side at a slant (free on the static map): tried when the staging pose cannot be
+    #: reached (something the static map does not know stands there, an object on the floor)
+    alternates: Tuple["Approach", ...] = ()
 
     def dock_distance(self, base: Pose2D, grasp_clearance: float) -> float:
         """How far to drive straight ahead from ``base`` to stand ``grasp_clearance`` from the edge."""
@@ -122,6 +125,8 @@ class FetchParams:
     waypoint_alternate_distance: float = 0.8  # ... that far from it (m)
     explore_timeout_s: float = 240.0        # give up exploring after this long (s)
     max_grasp_attempts: int = 3             # grasps tried before GRASP_FAILED
+    staging_alternates: int = 2             # a staging pose navigation cannot reach: this many slanted ones of its side tried
+    staging_alternate_spacing: float = 0.3  # ... each at least this far from the others (m)
     max_nav_attempts: int = 2               # navigation tries per leg (the controller itself replans on a blocked path)
     staging_clearance: float = 0.62         # base centre -> support edge at the staging pose (m); the
                                             # navigation footprint (robot_radius) must fit
@@ -232,18 +237,30 @@ def plan_approaches(mask: np.ndarray, resolution: float, origin: Tuple[float, fl
             lo -= 1
         while (hi + 1) % n != lo % n and math.isfinite(dists[(hi + 1) % n]) and dists[(hi + 1) % n] <= dists[k] + tol:
             hi += 1
-        theta = 0.5 * (thetas[lo % n] + (thetas[lo % n] + (hi - lo) * 2.0 * math.pi / n))
-        # mark this side (the arc and 45 deg around it) as done
-        for i in range(lo - n // 8, hi + n // 8 + 1):
-            used[i % n] = True
-        c, s = math.cos(theta), math.sin(theta)
-        d = _edge_distance(mask, resolution, origin, x, y, c, s, params.max_edge_distance)
-        if not math.isfinite(d):
-            continue
-        sx, sy = x + (d + params.staging_clearance) * c, y + (d + params.staging_clearance) * s
-        if not clearance(mask, resolution, origin, sx, sy, robot_radius):
-            continue
-        out.append(Approach(Pose2D(sx, sy, math.atan2(-s, -c)), d, x + d * c, y + d * s, c, s))
+        mid = 0.5 * (lo + hi)
+        # this side: the arc and 45 deg around it, less the directions an earlier side took
+        side = [j for j in range(lo - n // 8, hi + n // 8 + 1) if not used[j % n]]
+        for j in side:
+            used[j % n] = True
+        # aim at the arc's middle; where a wall or furniture leaves no room to stand there, the
+        # next direction of the same side that does (a corner object is reached at a slant). Further
+        # free directions of the side, ``staging_alternate_spacing`` apart, are its alternates.
+        found: List[Approach] = []
+        for i in [mid] + sorted((j for j in side if j != mid), key=lambda j: abs(j - mid)):
+            if len(found) > params.staging_alternates:
+                break
+            theta = 2.0 * math.pi * i / n
+            c, s = math.cos(theta), math.sin(theta)
+            d = _edge_distance(mask, resolution, origin, x, y, c, s, params.max_edge_distance)
+            if not math.isfinite(d):
+                continue
+            sx, sy = x + (d + params.staging_clearance) * c, y + (d + params.staging_clearance) * s
+            if clearance(mask, resolution, origin, sx, sy, robot_radius) and \
+                    all(math.hypot(sx - a.staging.x, sy - a.staging.y) >= params.staging_alternate_spacing
+                        for a in out + [b for a in out for b in a.alternates] + found):
+                found.append(Approach(Pose2D(sx, sy, math.atan2(-s, -c)), d, x + d * c, y + d * s, c, s))
+        if found:
+            out.append(replace(found[0], alternates=tuple(found[1:])))
     out.sort(key=lambda a: a.edge_distance)
     return out
 
@@ -430,10 +447,10 @@ class FetchMission:
             self._enter("NAVIGATE", f"to '{target.label}' at ({target.x:.2f}, {target.y:.2f}), grasp attempt {attempt}")
             reached = None
             nav_reasons = []
-            for approach in self._approaches(target):
-                outcome = self._drive_to(approach.staging, "staging pose")
+            for candidate in (c for a in self._approaches(target) for c in (a, *a.alternates)):
+                outcome = self._drive_to(candidate.staging, "staging pose")
                 if outcome.ok:
-                    reached = approach
+                    reached = candidate
                     break
                 nav_reasons.append(outcome.reason)
             if reached is None:

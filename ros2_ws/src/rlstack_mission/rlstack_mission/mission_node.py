@@ -73,6 +73,7 @@ class MissionNode(Node):
         self.odom: Optional[Tuple[float, float, float, float, float]] = None  # x, y, z, yaw, stamp
         self.grid: Optional[OccupancyGrid] = None
         self.fingers: Optional[float] = None
+        self.finger_pair: Tuple[float, ...] = ()
         self.gt: Dict[str, Tuple[np.ndarray, np.ndarray, str]] = {}  # name -> (position, quaternion, frame)
         self.target_name: Optional[str] = None
         self.goal_handle = None
@@ -127,6 +128,10 @@ class MissionNode(Node):
                                  min_value=1, max_value=20),
             max_nav_attempts=d("max_nav_attempts", p.max_nav_attempts, "Navigation tries per leg", min_value=1,
                                max_value=10),
+            staging_alternates=d("staging_alternates", p.staging_alternates, "Slanted staging poses of the same "
+                                 "side tried when one cannot be reached (0: none)", min_value=0, max_value=12),
+            staging_alternate_spacing=d("staging_alternate_spacing", p.staging_alternate_spacing, "Least distance "
+                                        "between those staging poses, m", min_value=0.05, max_value=3.0),
             staging_clearance=d("staging_clearance", p.staging_clearance, "Base centre to support edge at the "
                                 "staging pose, m", min_value=0.1, max_value=3.0),
             grasp_clearance=d("grasp_clearance", p.grasp_clearance, "Base centre to support edge when grasping, m",
@@ -156,6 +161,8 @@ class MissionNode(Node):
         self.hold_s = d("hold_s", 1.0, "The lift must hold this long, s (sim time)", min_value=0.0, max_value=60.0)
         self.min_finger_width = d("min_finger_width", 0.02, "Closed fingers wider than this hold something, m",
                                   min_value=0.0, max_value=0.08)
+        self.release_drop = d("release_drop", 0.10, "Released: the object fell at least this far (where its height "
+                              "is known: ground truth), m", min_value=0.0, max_value=1.0)
         self.open_finger_width = d("open_finger_width", 0.07, "Fingers at least this wide have let go (drop), m",
                                    min_value=0.0, max_value=0.08)
         self.release_attempts = d("release_attempts", 3, "Open-the-gripper tries at the drop-off (close and reopen "
@@ -184,7 +191,8 @@ class MissionNode(Node):
     def _on_joints(self, msg: JointState) -> None:
         idx = [i for i, n in enumerate(msg.name) if n in FINGERS]
         if len(idx) == 2 and len(msg.position) == len(msg.name):
-            self.fingers = float(sum(msg.position[i] for i in idx))
+            self.finger_pair = tuple(float(msg.position[i]) for i in idx)
+            self.fingers = sum(self.finger_pair)
 
     def _on_ground_truth(self, msg: MarkerArray) -> None:
         gt = {}
@@ -598,13 +606,17 @@ class RosPorts:
         self._move_ee(self.n.carry_point, 4.0, gripper_open=True)
 
     def release(self) -> GraspOutcome:
-        """Open the gripper and check that the fingers did open (the object let go).
+        """Open the gripper and check that the object let go.
 
-        A jammed gripper gets ``release_attempts`` close-and-reopen cycles; the arm lifts 5 cm
-        after each opening, so a freed object falls clear of the fingers.
+        Let go means the fingers are seen open (``open_finger_width``) and, where the object's
+        height is known (ground truth in simulation), that it fell away from the hand. A jammed
+        gripper or a stuck object gets ``release_attempts`` close-and-reopen cycles; the arm lifts
+        5 cm after each opening, so a freed object falls clear of the fingers.
         """
+        carried = self.n.target_name
         self.n.target_name = None
-        open_width = 0.0
+        held_z = self._target_height(carried) if carried else None
+        why = ""
         for attempt in range(self.n.release_attempts):
             if attempt:
                 self.n.gripper_pub.publish(Bool(data=False))   # re-seat the object, then open again
@@ -612,13 +624,20 @@ class RosPorts:
             self.n.gripper_pub.publish(Bool(data=True))
             self._sim_sleep(0.5)
             self._move_ee(self._ee() + np.array([0.0, 0.0, 0.05]), 1.0, gripper_open=True)
-            open_width = self.n.fingers if self.n.fingers is not None else 0.0
-            if open_width >= self.n.open_finger_width:
+            self._sim_sleep(0.2)
+            width = self.n.fingers if self.n.fingers is not None else 0.0
+            z = self._target_height(carried) if carried else None
+            fell = held_z is None or z is None or held_z - z >= self.n.release_drop
+            if width >= self.n.open_finger_width and fell:
                 return GraspOutcome(True)
-            self.n.get_logger().warning(f"release attempt {attempt + 1}: the fingers opened only to "
-                                      f"{open_width * 100:.1f} cm (< {self.n.open_finger_width * 100:.1f} cm)")
-        return GraspOutcome(False, f"the fingers stayed at {open_width * 100:.1f} cm after "
-                                   f"{self.n.release_attempts} attempt(s)")
+            why = (f"the fingers stayed at {width * 100:.1f} cm" if width < self.n.open_finger_width
+                   else f"the fingers opened ({width * 100:.1f} cm) but the object stayed with the hand")
+            self.n.get_logger().warning(
+                f"release attempt {attempt + 1}: {why} (fingers {[round(v, 4) for v in self.n.finger_pair]} m, "
+                f"grasp point z {self._ee()[2]:.3f} m in base_link, object z "
+                f"{'unknown' if z is None else f'{z:.3f} m, {held_z:.3f} m when opening'})")
+        return GraspOutcome(False, f"{why} after {self.n.release_attempts} attempt(s)")
+
 
 def main(args: Optional[List[str]] = None) -> int:
     rclpy.init(args=args)

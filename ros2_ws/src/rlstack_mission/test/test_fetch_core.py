@@ -39,8 +39,22 @@ def test_approach_is_perpendicular_to_the_nearest_free_edge(home):
 def test_no_approach_on_the_floor_or_out_of_reach(home):
     mask, res, origin = home
     assert plan_approaches(mask, res, origin, 1.0, 0.0, FetchParams(), 0.5) == []        # free floor
-    # table_3's north half: the wall is too close behind it and its south edge is too far
-    assert plan_approaches(mask, res, origin, 0.5, 2.62, FetchParams(), 0.5) == []
+    # table_3 (x 0.4..1.2, y 2.1..2.7) near the middle of its north edge: the wall is too close
+    # behind that edge, and the other edges are out of the arm's reach
+    assert plan_approaches(mask, res, origin, 0.8, 2.62, FetchParams(), 0.5) == []
+
+
+def test_a_side_blocked_straight_on_is_approached_at_a_slant(home):
+    """table_3's north-west corner: straight from the west the base would stand 0.38 m from the north
+    wall (its radius is 0.5 m); turned 10 deg it fits. (Seed 14 of the evaluation: a cube 4 mm off a
+    corner of table_1 had no approach at all.)"""
+    mask, res, origin = home
+    approaches = plan_approaches(mask, res, origin, 0.5, 2.62, FetchParams(), 0.5)
+    assert len(approaches) == 1
+    a = approaches[0]
+    assert clearance(mask, res, origin, a.staging.x, a.staging.y, 0.5)
+    assert a.staging.x < 0.4 and 0.0 < abs(a.staging.yaw) <= math.pi / 4    # west of the table, facing east-ish
+    assert a.edge_distance <= FetchParams().max_edge_distance
 
 
 def test_dock_distance_brings_the_base_to_the_grasp_clearance(home):
@@ -179,6 +193,27 @@ def test_a_blocked_waypoint_is_replaced_by_a_free_pose_beside_it(home):
         assert clearance(*home, alt.x, alt.y, 0.5)   # free for the footprint on the static map
     # found from the reached alternate: the second waypoint (3.0, 0.2) was never needed
     assert all(math.hypot(g.x - 3.0, g.y - 0.2) > 0.01 for g in goals)
+
+
+def test_a_blocked_staging_pose_is_replaced_by_a_slanted_one_of_the_same_side(home):
+    """Seed 19 of the evaluation: a ball on the floor stood on the one staging pose of table_3's west
+    side. The same side at a slant, free on the static map, must be tried before giving up."""
+    robot = ScriptedRobot(home, nav_fails=[True, True, False])   # the primary staging pose fails twice
+    goals = []
+    navigate = robot.navigate
+    robot.navigate = lambda pose: (goals.append(pose), navigate(pose))[1]
+    r = run(robot, max_nav_attempts=2, staging_alternates=2, staging_alternate_spacing=0.3)
+    assert r.code == FetchCode.SUCCEEDED, r.reason
+    primary, again, alternate = goals[:3]
+    assert again == primary and alternate != primary
+    assert math.hypot(alternate.x - primary.x, alternate.y - primary.y) >= 0.3
+    assert clearance(*home, alternate.x, alternate.y, 0.5)
+    # it faces the object (2.6, -1.85)
+    assert math.cos(alternate.yaw - math.atan2(-1.85 - alternate.y, 2.6 - alternate.x)) > math.cos(0.05)
+    # without alternates the same blocked pose ends the fetch
+    robot = ScriptedRobot(home, nav_fails=[True, True, False])
+    r = run(robot, max_nav_attempts=2, staging_alternates=0)
+    assert r.code == FetchCode.UNREACHABLE and "could not reach any side" in r.reason
 
 
 def test_an_unreachable_waypoint_is_still_looked_from_where_the_robot_stopped(home):
