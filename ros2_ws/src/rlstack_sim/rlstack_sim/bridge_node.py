@@ -186,6 +186,7 @@ class SimBridge(Node):
                 self.camera_meters[cam] = RateMeter()
 
         self.watchdog = Watchdog(self.watchdog.timeout_s)
+        self.gripper_open: Optional[bool] = None   # last gripper command (None: none yet)
         sub = self._scene_sub
         if self.has_base:
             sub(TwistStamped if self.cmd_vel_stamped else Twist, "cmd_vel", self._on_cmd_vel)
@@ -468,7 +469,15 @@ class SimBridge(Node):
         self._command("ee_delta", "arm", apply)
 
     def _on_gripper(self, msg: Bool) -> None:
-        self._command("gripper", None, lambda: self.sim.set_gripper(bool(msg.data)))
+        want_open = bool(msg.data)
+
+        def apply():
+            self.sim.set_gripper(want_open)
+            if want_open != self.gripper_open:   # a change of state is worth a line in the log
+                self.gripper_open = want_open
+                self.get_logger().info(f"gripper: {'open' if want_open else 'close'}")
+
+        self._command("gripper", None, apply)
 
     def _on_cart_force(self, msg: Float64) -> None:
         def apply():
