@@ -349,8 +349,9 @@ class FetchMission:
 
     def _choose_target(self, query: str) -> Match:
         """The best match the robot can stand next to. A match it cannot reach (on the floor, no free
-        side) may be a misdetection (a red cylinder lying on its side looks like a red cube), so
-        exploring goes on for another match; UNREACHABLE only when nothing else turns up."""
+        side) may be a misdetection (a red cylinder standing on the floor, seen side-on, looks like
+        a red cube), so exploring goes on for another match; UNREACHABLE only when nothing else
+        turns up."""
         unreachable: List[Tuple[Match, str]] = []
         while True:
             try:

@@ -196,7 +196,7 @@ def test_a_blocked_waypoint_is_replaced_by_a_free_pose_beside_it(home):
 
 
 def test_a_blocked_staging_pose_is_replaced_by_a_slanted_one_of_the_same_side(home):
-    """Seed 19 of the evaluation: a ball on the floor stood on the one staging pose of table_3's west
+    """Seed 19 of the evaluation: objects on the floor stood on the one staging pose of table_3's west
     side. The same side at a slant, free on the static map, must be tried before giving up."""
     robot = ScriptedRobot(home, nav_fails=[True, True, False])   # the primary staging pose fails twice
     goals = []
