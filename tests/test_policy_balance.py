@@ -33,8 +33,29 @@ def policy_diag(queue):
     return {}
 
 
+def wait_for_the_loop(probe, actions, tries: int = 10) -> None:
+    """Step until the first action comes back: bridge -> policy -> probe is connected end to end.
+
+    Seeing each other's endpoints in the graph is not enough: a reader matches a writer a moment
+    later, and in lockstep a /joint_states sample sent before the policy's reader matched is lost
+    for good (nothing else is sent until the next step). A few unanswered warm-up steps cost the
+    cart or plate only a few sim milliseconds of control.
+    """
+    for _ in range(tries):
+        before = len(actions)
+        reply = probe.call(SimStep, "/sim_bridge/step", SimStep.Request(steps=1))
+        assert reply.success, reply.message
+        try:
+            probe.spin_until(lambda: len(actions) > before, 1.0, "the policy's first action")
+            return
+        except TimeoutError:
+            continue
+    raise TimeoutError(f"no action from the policy after {tries} warm-up steps")
+
+
 def lockstep_run(probe, actions, steps, on_step):
     """step(1) -> wait for the action of that step -> ... ``steps`` times; on_step(i, reply)."""
+    wait_for_the_loop(probe, actions)
     for i in range(steps):
         before = len(actions)
         reply = probe.call(SimStep, "/sim_bridge/step", SimStep.Request(steps=1))
