@@ -143,9 +143,11 @@ class DemoVideo:
 
 
 def main(argv=None) -> int:
+    from rlstack_mission.layouts import COLORS
+
     ap = argparse.ArgumentParser(description="one recorded fetch in the home scene (make demo)")
     ap.add_argument("--seed", type=int, default=DEMO_SEED, help="layout seed (rlstack_mission.layouts)")
-    ap.add_argument("--color", default=DEMO_COLOR, choices=("red", "green", "blue", "yellow"),
+    ap.add_argument("--color", default=DEMO_COLOR, choices=COLORS,
                     help="colour of the cube to fetch")
     args = ap.parse_args(argv)
     import rclpy

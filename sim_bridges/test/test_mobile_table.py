@@ -82,6 +82,15 @@ def test_reset_rest_and_clearance(scene_cache):
         assert frame.rgb.shape == (240, 320, 3) and frame.rgb.std() > 5
 
 
+def _body_and_link(p, cid, body_name: bytes, link: bytes):
+    """(body id, link index) of the body named ``body_name`` and its link ``link``."""
+    body = next(p.getBodyUniqueId(i, physicsClientId=cid) for i in range(p.getNumBodies(physicsClientId=cid))
+                if p.getBodyInfo(p.getBodyUniqueId(i, physicsClientId=cid), physicsClientId=cid)[1] == body_name)
+    index = next(j for j in range(p.getNumJoints(body, physicsClientId=cid))
+                 if p.getJointInfo(body, j, physicsClientId=cid)[12] == link)
+    return body, index
+
+
 def test_arm_reaches_the_far_corners(scene_cache):
     """The grasp point can go to the cube region's far corners at grasp and lift height (targets relative to
     the base, which creeps ~1 mm/s under its zero-velocity wheel motors; within 2 cm: IK sag at full reach)."""
@@ -89,11 +98,7 @@ def test_arm_reaches_the_far_corners(scene_cache):
 
     sim = scene_cache("mobile_table")
     cid = sim.client_id
-    body = next(p.getBodyUniqueId(i, physicsClientId=cid) for i in range(p.getNumBodies(physicsClientId=cid))
-                if p.getBodyInfo(p.getBodyUniqueId(i, physicsClientId=cid), physicsClientId=cid)[1]
-                == b"mobile_manipulator")
-    ee = next(j for j in range(p.getNumJoints(body, physicsClientId=cid))
-              if p.getJointInfo(body, j, physicsClientId=cid)[12] == b"panda_grasptarget")
+    body, ee = _body_and_link(p, cid, b"mobile_manipulator", b"panda_grasptarget")
     for target in ([0.76, 0.25, CUBE_REST_Z], [0.76, -0.25, CUBE_REST_Z + 0.14], [0.44, 0.25, CUBE_REST_Z]):
         sim.reset(0)
         for _ in range(120):
@@ -105,14 +110,6 @@ def test_arm_reaches_the_far_corners(scene_cache):
         pos = np.array(p.getLinkState(body, ee, computeForwardKinematics=1, physicsClientId=cid)[4])
         base = sim.base_odometry().pose.position
         assert np.linalg.norm(pos - np.asarray(target) - [base[0], base[1], 0.0]) < 0.02, target
-
-
-def _body_and_link(p, cid, body_name: bytes, link: bytes):
-    body = next(p.getBodyUniqueId(i, physicsClientId=cid) for i in range(p.getNumBodies(physicsClientId=cid))
-                if p.getBodyInfo(p.getBodyUniqueId(i, physicsClientId=cid), physicsClientId=cid)[1] == body_name)
-    index = next(j for j in range(p.getNumJoints(body, physicsClientId=cid))
-                 if p.getJointInfo(body, j, physicsClientId=cid)[12] == link)
-    return body, index
 
 
 def test_end_effector_steps_do_not_depend_on_how_far_the_base_has_driven(scene_cache):

@@ -14,8 +14,8 @@ Read :meth:`FetchMission.run` top to bottom; it is the whole mission::
               up to ``max_grasp_attempts``                                   -> GRASP_FAILED
     RETURN    stow the arm in its carry pose, back off, drive to the stand pose behind the
               drop-off point                                                 -> UNREACHABLE
-    DROP      open the gripper above the drop-off point; the fingers must be seen
-              open (re-tried by the robot)                      -> RELEASE_FAILED / SUCCEEDED
+    DROP      open the gripper above the drop-off point; the fingers must be seen open
+              and the object fall away (re-tried by the robot)  -> RELEASE_FAILED / SUCCEEDED
 
 Everything that touches the robot goes through :class:`RobotPorts` (the ROS node implements it
 with the semantic-map service, the NavigateTo action, the policy node's lifecycle and a few
@@ -153,7 +153,7 @@ class RobotPorts(Protocol):
     def recover_arm(self) -> None: ...
     def stow(self) -> GraspOutcome: ...
     def release(self) -> GraspOutcome:
-        """Open the gripper; ok once the fingers are seen open (the object let go)."""
+        """Open the gripper; ok once the object let go (fingers seen open, object fallen where known)."""
     def wait(self, seconds: float) -> None: ...
     def feedback(self, phase: str, detail: str) -> None: ...
 

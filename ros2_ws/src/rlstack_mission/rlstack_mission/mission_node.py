@@ -72,8 +72,7 @@ class MissionNode(Node):
         self.tf = TfTree()
         self.odom: Optional[Tuple[float, float, float, float, float]] = None  # x, y, z, yaw, stamp
         self.grid: Optional[OccupancyGrid] = None
-        self.fingers: Optional[float] = None
-        self.finger_pair: Tuple[float, ...] = ()
+        self.finger_pair: Tuple[float, ...] = ()   # the two finger joints, m (() until /joint_states)
         self.gt: Dict[str, Tuple[np.ndarray, np.ndarray, str]] = {}  # name -> (position, quaternion, frame)
         self.target_name: Optional[str] = None
         self.goal_handle = None
@@ -192,7 +191,17 @@ class MissionNode(Node):
         idx = [i for i, n in enumerate(msg.name) if n in FINGERS]
         if len(idx) == 2 and len(msg.position) == len(msg.name):
             self.finger_pair = tuple(float(msg.position[i]) for i in idx)
-            self.fingers = sum(self.finger_pair)
+
+    @property
+    def fingers(self) -> Optional[float]:
+        """Gripper opening (sum of the two finger joints), m; None until /joint_states arrives."""
+        return sum(self.finger_pair) if self.finger_pair else None
+
+    @property
+    def holding(self) -> bool:
+        """The fingers closed on something (wider than ``min_finger_width``)."""
+        width = self.fingers
+        return width is not None and width > self.min_finger_width
 
     def _on_ground_truth(self, msg: MarkerArray) -> None:
         gt = {}
@@ -564,7 +573,7 @@ class RosPorts:
                 z = self._target_height(name)
                 lift = (z - rest_z) if (z is not None and rest_z is not None) else 0.0
                 best_lift = max(best_lift, lift)
-                holding = self.n.fingers is not None and self.n.fingers > self.n.min_finger_width
+                holding = self.n.holding
                 if lift >= self.n.lift_height and holding:
                     held_since = now if held_since is None else held_since
                     if now - held_since >= self.n.hold_s:
@@ -594,7 +603,7 @@ class RosPorts:
 
     def stow(self) -> GraspOutcome:
         self._move_ee(self.n.carry_point, 6.0, gripper_open=False)
-        holding = self.n.fingers is not None and self.n.fingers > self.n.min_finger_width
+        holding = self.n.holding
         return GraspOutcome(holding, "" if holding else "the fingers closed on nothing")
 
     def recover_arm(self) -> None:
