@@ -852,7 +852,10 @@ def _named_param(
 def _param_value(name: str, value: Any, ctx: SubstitutionContext) -> str:
     """Render a param value for ``-p name:=value`` (rcl parses it as YAML)."""
     if isinstance(value, str):
-        return substitute(value, ctx)
+        text = substitute(value, ctx)
+        # rcl cannot parse '-p name:=' (nothing after ':='); ros2 launch passes an empty string
+        # through its params file, where it stays a string: say so in YAML.
+        return text if text else "''"
     if isinstance(value, list):
         return "[" + ", ".join(_yaml_scalar(name, v) for v in value) + "]"
     return _yaml_scalar(name, value)

@@ -72,6 +72,26 @@ def test_node_fields_and_every_substitution(prefix, monkeypatch):
     assert spec.remaps == [("objects", "/t/10.0")]
 
 
+def test_empty_string_param_is_passed_as_yaml_empty_string(prefix):
+    """rcl rejects '-p name:=' (the perception graph's map_file default); ros2 launch passes ''."""
+    path = prefix.launch(
+        """\
+        launch:
+          - arg: {name: map_file, default: ""}
+          - node:
+              pkg: demo
+              exec: fake_node
+              param:
+                - {name: map_file, value: "$(var map_file)"}
+                - {name: literal_empty, value: ""}
+        """
+    )
+    (spec,) = load_launch_file(str(path), {})
+    assert spec.params == [("param", "map_file", "''"), ("param", "literal_empty", "''")]
+    (spec,) = load_launch_file(str(path), {"map_file": "/tmp/m.json"})
+    assert spec.params[0] == ("param", "map_file", "/tmp/m.json")
+
+
 def test_optenv_is_flagged_as_not_portable(prefix):
     from rlstack_launch import load
 

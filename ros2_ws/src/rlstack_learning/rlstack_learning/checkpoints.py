@@ -26,6 +26,14 @@ from typing import Any, Dict, Optional, Tuple
 
 from rlstack_common.atomic import sha256_file, staged_dir
 
+
+class TrainingInterrupted(Exception):
+    """Raised inside ``model.learn()`` (by an env or a callback) when the process is asked to stop.
+
+    :func:`rlstack_learning.train.train` catches it, writes a checkpoint of the model as it is
+    (the run resumes from there) and returns a summary with ``interrupted: true``.
+    """
+
 CKPT_PREFIX = "step_"
 
 

@@ -212,10 +212,13 @@ def _is_pos_float(s: str) -> bool:
 
 
 def config_dir() -> str:
-    """``config/train`` of the repo: $RLSTACK_TRAIN_CONFIG_DIR, else found from the cwd upwards."""
+    """``config/train`` of the repo: $RLSTACK_TRAIN_CONFIG_DIR, else found from the cwd upwards,
+    else the one under $RLSTACK_ROOT (set by env.sh: ``ros2 launch`` may run from any folder)."""
     env = os.environ.get("RLSTACK_TRAIN_CONFIG_DIR")
     if env:
         return env
+    root = os.environ.get("RLSTACK_ROOT")
+    fallback = os.path.join(root, "config", "train") if root else None
     d = os.getcwd()
     while True:
         cand = os.path.join(d, "config", "train")
@@ -223,7 +226,10 @@ def config_dir() -> str:
             return cand
         parent = os.path.dirname(d)
         if parent == d:
-            raise ConfigError("cannot find config/train/ (run from the repo or set RLSTACK_TRAIN_CONFIG_DIR)")
+            if fallback and os.path.isdir(fallback):
+                return fallback
+            raise ConfigError("cannot find config/train/ (run from the repo, source env.sh, or set "
+                              "RLSTACK_TRAIN_CONFIG_DIR)")
         d = parent
 
 

@@ -24,8 +24,8 @@ import numpy as np
 import yaml
 
 from rlstack_common import atomic
-from .checkpoints import (checkpoint_dir, clean_partial, latest_checkpoint, prune_checkpoints,
-                          save_model_dir)
+from .checkpoints import (TrainingInterrupted, checkpoint_dir, clean_partial, latest_checkpoint,
+                          prune_checkpoints, save_model_dir)
 from .config import OFF_POLICY, ConfigError, TrainConfig, algorithms, build_hyperparams, load, validate
 from .envs import VALIDATION_SEED_BASE
 
@@ -208,9 +208,16 @@ def train(cfg: TrainConfig, run_dir: str, resume: bool = False, progress: bool =
     callback = _callbacks(run_dir, cfg, wall0, wall_before, state)
     t_learn = time.perf_counter()
     steps_before = model.num_timesteps
+    interrupted = False
     if remaining > 0:
-        model.learn(total_timesteps=remaining, callback=[callback, *extra_callbacks], progress_bar=progress,
-                    reset_num_timesteps=not ckpt, tb_log_name="run")
+        try:
+            model.learn(total_timesteps=remaining, callback=[callback, *extra_callbacks], progress_bar=progress,
+                        reset_num_timesteps=not ckpt, tb_log_name="run")
+        except TrainingInterrupted as exc:
+            interrupted = True
+            print(f"[train] interrupted at {model.num_timesteps} steps: {exc}", flush=True)
+            if getattr(callback, "model", None) is not None:  # None: stopped before the first step
+                callback.save_checkpoint()
     learn_s = time.perf_counter() - t_learn
     vecnorm = model.get_vec_normalize_env()
     wall = wall_before + (time.perf_counter() - wall0)
@@ -226,6 +233,7 @@ def train(cfg: TrainConfig, run_dir: str, resume: bool = False, progress: bool =
         "wall_time_s": round(wall, 2),
         "fps_this_session": round((model.num_timesteps - steps_before) / max(learn_s, 1e-9), 1),
         "resumed_from": os.path.basename(ckpt) if ckpt else None,
+        "interrupted": interrupted,
     }
     atomic.write_yaml(os.path.join(run_dir, "summary.yaml"), summary)
     return summary

@@ -36,7 +36,7 @@ import numpy as np
 import rclpy
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
@@ -50,7 +50,7 @@ from std_msgs.msg import Bool, String
 from tf2_msgs.msg import TFMessage
 from visualization_msgs.msg import MarkerArray
 
-from rlstack_common import declare_parameter
+from rlstack_common import declare_parameter, run_node
 from rlstack_interfaces.action import Fetch, NavigateTo
 from rlstack_interfaces.srv import QueryObjects
 
@@ -76,6 +76,8 @@ class MissionNode(Node):
         self.gt: Dict[str, Tuple[np.ndarray, np.ndarray, str]] = {}  # name -> (position, quaternion, frame)
         self.target_name: Optional[str] = None
         self.goal_handle = None
+        self.stopping = threading.Event()   # set on SIGINT/SIGTERM: a running fetch ends, robot safe
+        self.executing = threading.Event()  # an execute callback is running (until its result is set)
         self.status: Dict[str, Any] = {"phase": "IDLE", "detail": "", "missions": 0, "succeeded": 0}
 
         self.create_subscription(Odometry, "/odom", self._on_odom, 20, **g)
@@ -242,14 +244,31 @@ class MissionNode(Node):
         arr.header.stamp = self.get_clock().now().to_msg()
         self.diag_pub.publish(arr)
 
+    # ------------------------------------------------------------------ shutdown (rlstack_common.run_node)
+    def request_shutdown(self) -> None:
+        """SIGINT/SIGTERM: a running fetch ends at its next check (base stopped, controller deactivated)."""
+        self.stopping.set()
+
+    def shutdown_pending(self) -> bool:
+        return self.executing.is_set()
+
     # ------------------------------------------------------------------ the action
     def _on_goal(self, goal) -> GoalResponse:
+        if self.stopping.is_set():
+            return GoalResponse.REJECT
         if self.goal_handle is not None:
             self.get_logger().warning("rejecting a fetch goal: a fetch is running")
             return GoalResponse.REJECT
         return GoalResponse.ACCEPT
 
     def _execute(self, goal_handle) -> Fetch.Result:
+        self.executing.set()
+        try:
+            return self._run_fetch(goal_handle)
+        finally:
+            self.executing.clear()
+
+    def _run_fetch(self, goal_handle) -> Fetch.Result:
         self.goal_handle = goal_handle
         req = goal_handle.request
         try:  # parameters set since the last fetch apply from this one on
@@ -306,8 +325,8 @@ class RosPorts:
     def _check_cancel(self) -> None:
         if self.goal.is_cancel_requested:
             raise MissionAborted(FetchCode.CANCELED, "canceled on request")
-        if not rclpy.ok():
-            raise MissionAborted(FetchCode.CANCELED, "shutting down")
+        if self.n.stopping.is_set() or not rclpy.ok():
+            raise MissionAborted(FetchCode.ERROR, "the mission node is shutting down")
 
     def _wait_future(self, fut, timeout: float, what: str):
         deadline = time.monotonic() + timeout
@@ -649,23 +668,11 @@ class RosPorts:
 
 
 def main(args: Optional[List[str]] = None) -> int:
-    rclpy.init(args=args)
-    node = None
     try:
-        node = MissionNode()
-        executor = MultiThreadedExecutor(num_threads=4)
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except (ValueError, rclpy.exceptions.ParameterException) as exc:
+        return run_node(MissionNode, args, executor_factory=lambda: MultiThreadedExecutor(num_threads=4))
+    except ValueError as exc:  # an invalid parameter combination found while configuring
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
 
 
 if __name__ == "__main__":

@@ -209,7 +209,7 @@ class SemanticMapNode(Node):
     def _skip(self, kind: str, message: str) -> None:
         self.skips[kind] += 1
         self.counts["frames_skipped"] += 1
-        self.get_logger().warn(f"skipped frame ({kind}): {message} [{self.skips[kind]} so far]",
+        self.get_logger().warning(f"skipped frame ({kind}): {message} [{self.skips[kind]} so far]",
                                throttle_duration_sec=5.0)
 
     def _pair(self):

@@ -34,12 +34,12 @@ class SmokeMap(Node):
         position = (msg.position.x, msg.position.y, msg.position.z)
         if not all(math.isfinite(v) for v in position):
             self.rejected += 1
-            self.get_logger().warn(f"rejected object {msg.id}: non-finite position ({self.rejected} so far)",
+            self.get_logger().warning(f"rejected object {msg.id}: non-finite position ({self.rejected} so far)",
                                    throttle_duration_sec=5.0)
             return
         if len(self.index) >= self.max_objects and msg.id not in self.index:
             self.rejected += 1
-            self.get_logger().warn("map full: new objects are dropped", throttle_duration_sec=5.0)
+            self.get_logger().warning("map full: new objects are dropped", throttle_duration_sec=5.0)
             return
         self.index.observe(msg.id, msg.label, position)
 

@@ -35,17 +35,22 @@ bridge with seed ``s``: the same initial state as the in-process env's episode `
 from __future__ import annotations
 
 import time
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Callable, Dict, List, Optional, Union
 
 import gymnasium as gym
 import numpy as np
 
+from ..checkpoints import TrainingInterrupted
 from ..envs import ENVS, TRAIN_SEED_LIMIT
 from .io import MARKER_ARRAY, ActWriter, ObsReader, stamp_ns
 
 
 class LockstepError(RuntimeError):
     pass
+
+
+class LockstepInterrupted(LockstepError, TrainingInterrupted):
+    """``should_stop()`` turned true while waiting for the bridge (the process is shutting down)."""
 
 
 def _msg_class(type_name: str):
@@ -73,8 +78,10 @@ class LockstepEnv(gym.Env):
 
     def __init__(self, task: Union[str, type], node, executor=None, bridge: str = "/sim_bridge",
                  verify: str = "before", timeout_s: float = 10.0, sync_timeout_s: float = 2.0,
-                 discovery_timeout_s: float = 30.0, randomize: Any = False) -> None:
+                 discovery_timeout_s: float = 30.0, randomize: Any = False,
+                 should_stop: Optional[Callable[[], bool]] = None) -> None:
         super().__init__()
+        self.should_stop = should_stop or (lambda: False)
         from rclpy.qos import qos_profile_system_default
 
         from rlstack_interfaces.srv import ResetSim, SimStep
@@ -139,6 +146,8 @@ class LockstepEnv(gym.Env):
     def _spin_until(self, predicate, timeout: float, what: str) -> None:
         deadline = time.monotonic() + timeout
         while not predicate():
+            if self.should_stop():
+                raise LockstepInterrupted(f"stopped while waiting for {what}")
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise LockstepError(f"timed out after {timeout:g} s waiting for {what}")

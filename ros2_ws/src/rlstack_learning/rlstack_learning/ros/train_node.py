@@ -17,6 +17,11 @@ Progress message (one JSON object per ``progress_period_s`` of wall time, plus p
 ``phase``: ``started`` -> ``training`` ... -> ``exporting`` -> ``done`` (with ``bundle`` and
 ``evaluation``) or ``failed`` (with ``error``). The node exits when the job is done
 (exit code 0; 1 on failure; 2 on bad parameters).
+
+SIGINT / SIGTERM (Ctrl-C, ``ros2 launch`` shutting down) stop training at the next step (or
+the next wait for the bridge, which may already be gone): the run folder gets a checkpoint
+of the model as it is (``checkpoints/``; start again with the same ``run`` to resume),
+``interrupted`` is published, nothing is exported, and the node exits 0.
 """
 
 from __future__ import annotations
@@ -33,14 +38,17 @@ from rclpy.node import Node
 from std_msgs.msg import String
 
 from rlstack_common import declare_parameter
+from rlstack_common.node_main import StopFlag
 
+from ..checkpoints import TrainingInterrupted, latest_checkpoint
 from ..config import ConfigError, load
-from .lockstep_env import LockstepEnv, make_executor
+from .lockstep_env import LockstepEnv, LockstepInterrupted, make_executor
 
 
 class TrainNode(Node):
     def __init__(self) -> None:
         super().__init__("train_node")
+        self.stop: Optional[StopFlag] = None
         d = lambda *a, **k: declare_parameter(self, *a, **k)  # noqa: E731
         self.task = d("task", "cartpole", "Training config: config/train/<task>.yaml (or a path to one)")
         self.algo = d("algo", "", "Algorithm override (empty: the config's)")
@@ -73,15 +81,17 @@ class TrainNode(Node):
         self.progress_pub.publish(String(data=json.dumps(fields)))
 
     # ------------------------------------------------------------------ the job
-    def run(self) -> int:
+    def run(self, stop: Optional[StopFlag] = None) -> int:
+        self.stop = stop
         overrides = {"algo": self.algo or None, "total_timesteps": self.total_timesteps or None,
                      "seed": self.seed if self.seed >= 0 else None, "eval_freq": self.eval_freq or None,
                      "num_envs": len(self.bridges), "randomize": False, "vec_env": "dummy"}
         cfg = load(self.task, overrides)
         run = self.run_name or f"{cfg.algo}_ros_s{cfg['seed']}_{time.strftime('%Y%m%d-%H%M%S')}"
         run_dir = os.path.join(self.out_dir, cfg["task"], run)
-        if os.path.exists(os.path.join(run_dir, "config.yaml")):
-            raise ConfigError(f"run folder {run_dir} exists; choose another 'run'")
+        resume = os.path.exists(os.path.join(run_dir, "config.yaml"))
+        if resume and latest_checkpoint(run_dir)[0] is None:
+            raise ConfigError(f"run folder {run_dir} exists and holds no checkpoint to resume; choose another 'run'")
         executor = make_executor(self.context)
         executor.add_node(self)
         self.publish(phase="started", task=cfg["task"], algo=cfg.algo, total_timesteps=cfg["total_timesteps"],
@@ -96,7 +106,7 @@ class TrainNode(Node):
             def make(bridge):
                 def thunk():
                     env = LockstepEnv(c["env_id"], self, executor=executor, bridge=bridge, verify=self.verify,
-                                      timeout_s=self.timeout_s)
+                                      timeout_s=self.timeout_s, should_stop=lambda: self.stopped)
                     self.envs.append(env)
                     return Monitor(env)
                 return thunk
@@ -106,10 +116,16 @@ class TrainNode(Node):
 
         from ..train import train
 
-        summary = train(cfg, run_dir, progress=self.show_progress, venv_factory=venv_factory,
+        summary = train(cfg, run_dir, resume=resume, progress=self.show_progress, venv_factory=venv_factory,
                         extra_callbacks=[self._progress_callback(cfg, run_dir)])
         late = sum(e.late_commands for e in self.envs)
         syncs = sum(e.sync_calls for e in self.envs)
+        if summary.get("interrupted"):
+            for env in self.envs:
+                env.close()
+            self.publish(phase="interrupted", timesteps=summary["timesteps"], run_dir=run_dir)
+            self.get_logger().info(f"interrupted at {summary['timesteps']} steps; resumable from {run_dir}")
+            return 0
         self.publish(phase="trained", **{k: summary[k] for k in ("timesteps", "wall_time_s", "fps_this_session")},
                      late_commands=late, sync_calls=syncs, run_dir=run_dir)
         result: Dict[str, Any] = {"phase": "done", "run_dir": run_dir, "timesteps": summary["timesteps"],
@@ -133,6 +149,10 @@ class TrainNode(Node):
             executor.spin_once(timeout_sec=0.05)
         self.get_logger().info(f"done: {json.dumps(result)}")
         return 0
+
+    @property
+    def stopped(self) -> bool:
+        return self.stop is not None and self.stop.is_set()
 
     def _progress_callback(self, cfg, run_dir: str):
         from stable_baselines3.common.callbacks import BaseCallback
@@ -158,6 +178,8 @@ class TrainNode(Node):
                 if now - self.last >= node.progress_period_s:
                     self.last = now
                     self.publish(now)
+                if node.stopped:  # train() checkpoints the model and returns
+                    raise TrainingInterrupted("SIGINT/SIGTERM")
                 return True
 
             def publish(self, now: float) -> None:
@@ -178,11 +200,23 @@ class TrainNode(Node):
 
 
 def main(args: Optional[List[str]] = None) -> int:
-    rclpy.init(args=args)
+    from rclpy.signals import SignalHandlerOptions
+
+    with StopFlag() as stop:
+        # Signals only set the flag: training stops between steps (see the module docstring).
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+        return _run(args, stop)
+
+
+def _run(args: Optional[List[str]], stop: StopFlag) -> int:
     node = None
     try:
         node = TrainNode()
-        return node.run()
+        return node.run(stop)
+    except LockstepInterrupted as exc:  # signalled while waiting for a bridge: not a failure
+        node.get_logger().info(f"interrupted ({exc}); the run folder keeps its last checkpoint")
+        node.publish(phase="interrupted", error=str(exc))
+        return 0
     except ConfigError as exc:
         print(f"train_node: error: {exc}", file=sys.stderr)
         return 2
