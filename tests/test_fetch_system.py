@@ -10,6 +10,9 @@ own word.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -97,6 +100,27 @@ def test_object_not_found_after_exploring(graph):
     assert result["code_name"] == "NOT_FOUND", result
     assert "purple elephant" in result["reason"] and "1 waypoint" in result["reason"]
     assert not result["success"]
+
+
+def test_send_fetch_cli_prints_feedback_and_exits_with_the_result_code(graph):
+    """``python -m rlstack_mission.send_fetch`` as a user runs it: feedback lines while the mission
+    works, the result as JSON, exit status 1 for a fetch that ended other than SUCCEEDED (it hung
+    for ever before: issue 24)."""
+    graph.set_mission(explore_waypoints=[0.0, 0.0, 0.0], look_around_yaws=2)
+    try:
+        graph.harness.apply(graph.harness.layout(1, HOME_MAP))
+        cli = subprocess.run([sys.executable, "-m", "rlstack_mission.send_fetch", "the purple elephant",
+                              "--dropoff", "-0.5", "0", "0", "--timeout", "150"],
+                             env=graph.processes.env(), capture_output=True, text=True, timeout=200)
+    finally:
+        graph.set_mission(explore_waypoints=MISSION_YAML["explore_waypoints"],
+                          look_around_yaws=MISSION_YAML["look_around_yaws"])
+    assert cli.returncode == 1, f"exit {cli.returncode}\n{cli.stdout}\n{cli.stderr}"
+    feedback = [line for line in cli.stdout.splitlines() if line.startswith("[")]
+    assert any(line.startswith("[EXPLORE]") for line in feedback), cli.stdout
+    result = json.loads(cli.stdout[cli.stdout.index("{"):])
+    assert result["code_name"] == "NOT_FOUND" and "purple elephant" in result["reason"], result
+    assert "Traceback" not in cli.stderr
 
 
 def test_object_on_the_floor_is_unreachable(graph):

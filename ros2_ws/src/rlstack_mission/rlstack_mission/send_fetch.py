@@ -1,8 +1,10 @@
 """``python -m rlstack_mission.send_fetch "the yellow cube" --dropoff X Y YAW``: send one fetch, print feedback.
 
 The command-line client of the ``/fetch`` action for machines without ros2cli (with it:
-``ros2 action send_goal /fetch rlstack_interfaces/action/Fetch ... --feedback``). Exit status 0
-when the fetch succeeded, 1 when it ended with another code, 2 when no mission node answered.
+``ros2 action send_goal /fetch rlstack_interfaces/action/Fetch ... --feedback``). It prints each
+feedback as ``[PHASE] detail`` and the result as JSON. Exit status 0 when the fetch succeeded,
+1 when it ended with another code, 2 when no mission node answered, 130 on Ctrl-C (the goal is
+canceled first, so the robot stops).
 """
 
 from __future__ import annotations
@@ -22,38 +24,42 @@ FETCH_CODES = {int(c): c.name for c in FetchCode}
 
 def send_fetch(node, query: str, dropoff_xyyaw, timeout_s: float = 600.0, frame: str = "map",
                on_feedback: Optional[Callable[[str, str], None]] = None, action_name: str = "/fetch",
-               server_timeout_s: float = 30.0) -> Dict:
-    """Send one Fetch goal from ``node`` (spun by the caller's executor in another thread, or by
-    this function with ``rclpy.spin_once`` when ``node.executor`` is None) and wait for the result.
+               server_timeout_s: float = 30.0, spin_once: Optional[Callable[[float], None]] = None) -> Dict:
+    """Send one Fetch goal from ``node`` and wait for the result.
+
+    Who spins ``node``: with ``spin_once=None`` the caller's executor does, in another thread
+    (the demo, the evaluation harness); otherwise this function calls ``spin_once(timeout_s)``
+    while it waits (the command line, which owns a single-threaded executor). It does not guess
+    from ``node.executor``: rclpy's ``spin_once(node)`` leaves the global executor there, and a
+    client that guessed stopped spinning after the first wait (issue 24: it hung for ever).
 
     Returns a dict: code, code_name, reason, phase durations, wall time.
     """
-    import rclpy
     from rclpy.action import ActionClient
 
     from rlstack_interfaces.action import Fetch
 
     client = ActionClient(node, Fetch, action_name)
 
+    def pause(seconds: float) -> None:
+        if spin_once is None:
+            time.sleep(seconds)
+        else:
+            spin_once(seconds)
+
     def wait(fut, limit):
         end = time.monotonic() + limit
         while not fut.done():
             if time.monotonic() > end:
                 return False
-            if node.executor is None:
-                rclpy.spin_once(node, timeout_sec=0.05)
-            else:
-                time.sleep(0.02)
+            pause(0.05)
         return True
 
     end = time.monotonic() + server_timeout_s
     while not client.server_is_ready():
         if time.monotonic() > end:
             raise TimeoutError(f"no fetch action server at {action_name} within {server_timeout_s:g} s")
-        if node.executor is None:
-            rclpy.spin_once(node, timeout_sec=0.1)
-        else:
-            time.sleep(0.05)
+        pause(0.1)
     goal = Fetch.Goal(query=query)
     x, y, yaw = dropoff_xyyaw
     goal.dropoff.header.frame_id = frame
@@ -69,7 +75,13 @@ def send_fetch(node, query: str, dropoff_xyyaw, timeout_s: float = 600.0, frame:
         return {"code": 5, "code_name": "REJECTED", "reason": "the mission rejected the goal (a fetch is running?)",
                 "phase_durations": {}, "wall_s": 0.0}
     res_fut = handle.get_result_async()
-    if not wait(res_fut, timeout_s):
+    try:
+        finished = wait(res_fut, timeout_s)
+    except KeyboardInterrupt:  # Ctrl-C: cancel, so the mission stops the robot, then pass it on
+        cancel = handle.cancel_goal_async()
+        wait(cancel, 5.0)
+        raise
+    if not finished:
         cancel = handle.cancel_goal_async()
         wait(cancel, 10.0)
         wait(res_fut, 30.0)
@@ -84,6 +96,7 @@ def send_fetch(node, query: str, dropoff_xyyaw, timeout_s: float = 600.0, frame:
 
 def main(argv=None) -> int:
     import rclpy
+    from rclpy.executors import SingleThreadedExecutor
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("query", help="what to fetch, e.g. 'the yellow cube'")
@@ -93,16 +106,23 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     rclpy.init()
     node = rclpy.create_node("send_fetch")
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
     try:
         result = send_fetch(node, a.query, a.dropoff, a.timeout,
-                            on_feedback=lambda ph, d: print(f"[{ph}] {d}", flush=True))
+                            on_feedback=lambda ph, d: print(f"[{ph}] {d}", flush=True),
+                            spin_once=lambda t: executor.spin_once(timeout_sec=t))
     except TimeoutError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("interrupted: the fetch was canceled", file=sys.stderr)
+        return 130
     finally:
+        executor.shutdown(timeout_sec=1.0)
         node.destroy_node()
         rclpy.try_shutdown()
-    print(json.dumps(result, indent=2))
+    print(json.dumps(result, indent=2), flush=True)
     return 0 if result["code"] == 0 else 1
 
 
