@@ -33,11 +33,16 @@ OUT = ROOT / "out"
 DEMO_SEED = 3
 DEMO_COLOR = "yellow"
 VIDEO_FPS = 10.0
-#: what the MCAP recording holds (latched ones: /map, /tf_static, /fetch/dropoff)
+#: what the MCAP recording holds (latched ones: /map, /tf_static, /fetch/dropoff). The /fetch action
+#: is recorded as `ros2 bag record` records an action: its feedback and status topics and the
+#: goal/result service events the mission publishes (its action_introspection parameter).
 TOPICS = [
     "/clock", "/tf", "/tf_static", "/odom", "/joint_states", "/cmd_vel", "/map", "/plan",
-    "/head_camera/image_raw", "/head_camera/camera_info", "/semantic_map", "/semantic_map/markers",
+    "/head_camera/image_raw", "/head_camera/depth/image_raw", "/head_camera/camera_info",
+    "/semantic_map", "/semantic_map/markers",
     "/grasp_target", "/fetch/dropoff", "/arm/ee_delta", "/arm/gripper", "/mission/status",
+    "/fetch/_action/feedback", "/fetch/_action/status", "/fetch/_action/send_goal/_service_event",
+    "/fetch/_action/get_result/_service_event",
     "/sim_ground_truth/markers", "/diagnostics",
 ]
 #: colours for the overhead view's object labels (by the first word of the label)
@@ -56,6 +61,8 @@ class DemoVideo:
         from rlstack_mission.video import Mp4Writer
 
         self.layout = layout
+        # the semantic map labels objects "yellow cube": the query's object, emphasised in the view
+        self.target_label = layout.query.removeprefix("the ").strip()
         self.writer = Mp4Writer(path, VIDEO_FPS)
         self.lock = threading.Lock()
         self.camera = None
@@ -122,7 +129,7 @@ class DemoVideo:
             self.view = OverheadView(data, grid.info.resolution, (o.x, o.y), size=(480, 360), caption_height=20)
         x, y, _ = self.layout.dropoff
         overhead = self.view.render(robot=robot, robot_radius=0.3, path=path, objects=objects,
-                                    target=(x, y, "drop-off"), title=f"{self.layout.query}: {phase}  "
+                                    target=(x, y, "drop-off"), highlight=self.target_label, title=f"{self.layout.query}: {phase}  "
                                     f"t={time.monotonic() - self.t0:5.1f} s", caption=detail[:70])
         return side_by_side(camera, overhead, 360)
 

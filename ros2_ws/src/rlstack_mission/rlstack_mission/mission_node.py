@@ -101,6 +101,14 @@ class MissionNode(Node):
         self.get_state = self.create_client(GetState, f"{self.policy_node}/get_state", **g)
         self.action = ActionServer(self, Fetch, "fetch", execute_callback=self._execute,
                                    goal_callback=self._on_goal, cancel_callback=lambda _h: CancelResponse.ACCEPT, **g)
+        if self.action_introspection != "off":
+            # the action's goal/result/cancel exchanges on /fetch/_action/*/_service_event, as
+            # `ros2 bag record` records an action (the demo's MCAP holds the results this way)
+            from rclpy.qos import qos_profile_services_default
+            from rclpy.service_introspection import ServiceIntrospectionState
+
+            state = getattr(ServiceIntrospectionState, self.action_introspection.upper())
+            self.action.configure_introspection(self.get_clock(), qos_profile_services_default, state)
         self.create_timer(1.0 / self.rate_hz, self._publish_target, **g)
         self.create_timer(1.0, self._publish_diagnostics, **g)
         self._publish_status()
@@ -150,6 +158,11 @@ class MissionNode(Node):
         self.robot_radius = d("robot_radius", 0.5, "Footprint radius used to check staging poses (as nav), m",
                               min_value=0.01, max_value=5.0)
         self.policy_node = d("policy_node", "/policy_node", "Lifecycle policy node serving the lift bundle")
+        self.action_introspection = d("action_introspection", "contents", "Publish the /fetch action's "
+                                      "goal, result and cancel exchanges as service events (recordable)",
+                                      constraints="one of: off, metadata, contents")
+        if self.action_introspection not in ("off", "metadata", "contents"):
+            raise ValueError(f"action_introspection must be off, metadata or contents, got {self.action_introspection!r}")
         self.grasp_source = d("grasp_target_source", "ground_truth", "Where /grasp_target comes from",
                               constraints="one of: ground_truth, topic")
         if self.grasp_source not in ("ground_truth", "topic"):

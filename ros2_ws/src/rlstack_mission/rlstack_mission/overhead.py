@@ -18,7 +18,7 @@ Conventions:
 from __future__ import annotations
 
 import math
-from typing import Iterable, Optional, Sequence, Tuple, Union
+from typing import Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
@@ -37,6 +37,7 @@ ROBOT_OUTLINE: RGB = (10, 40, 110)
 HEADING: RGB = (255, 255, 255)
 PATH: RGB = (0, 190, 60)
 TARGET: RGB = (230, 40, 40)
+HIGHLIGHT: RGB = (255, 225, 60)
 
 #: An object marker: (x, y, label, rgb).
 ObjectMarker = Tuple[float, float, str, RGB]
@@ -60,6 +61,55 @@ def occupancy_colors(grid: np.ndarray) -> np.ndarray:
     free, occupied = np.array(FREE, np.float32), np.array(OCCUPIED, np.float32)
     out = np.rint(free * (1.0 - p) + occupied * p).astype(np.uint8)
     out[~known] = UNKNOWN
+    return out
+
+
+Box = Tuple[float, float, float, float]  # left, top, right, bottom (pixels)
+
+
+def _overlaps(a: Box, b: Box) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def place_labels(anchors: Sequence[Tuple[float, float]], sizes: Sequence[Tuple[float, float]],
+                 area: Box, obstacles: Sequence[Box] = (), gap: float = 6.0,
+                 rings: int = 4) -> List[Optional[Box]]:
+    """Boxes for text labels next to their anchor points such that no two boxes overlap.
+
+    Greedy, in the given order (put the label that must be shown first): each label tries
+    positions right, left, above, below and at the four diagonals of its anchor, ``gap`` pixels
+    away, then the same positions further out (``rings`` distances in all), and takes the first
+    box that lies inside ``area`` and overlaps no box placed before it and no ``obstacles``
+    (e.g. the object markers). A label with no free position gets ``None`` (the caller leaves it
+    out rather than draw it over another one).
+
+    :param anchors: ``(u, v)`` pixel positions of the things labelled.
+    :param sizes: ``(width, height)`` of each label's text box, pixels.
+    :param area: ``(left, top, right, bottom)`` the labels must stay inside.
+    """
+    placed: List[Box] = []
+    out: List[Optional[Box]] = []
+    for (u, v), (w, h) in zip(anchors, sizes):
+        choice = None
+        for ring in range(rings):
+            d = gap + ring * (h + 2)
+            candidates = [
+                (u + d, v - h / 2), (u - d - w, v - h / 2), (u - w / 2, v - d - h), (u - w / 2, v + d),
+                (u + d, v - d - h), (u - d - w, v - d - h), (u + d, v + d), (u - d - w, v + d),
+            ]
+            for left, top in candidates:
+                box = (left, top, left + w, top + h)
+                if box[0] < area[0] or box[1] < area[1] or box[2] > area[2] or box[3] > area[3]:
+                    continue
+                if any(_overlaps(box, other) for other in placed) or any(_overlaps(box, o) for o in obstacles):
+                    continue
+                choice = box
+                break
+            if choice is not None:
+                break
+        if choice is not None:
+            placed.append(choice)
+        out.append(choice)
     return out
 
 
@@ -101,6 +151,7 @@ class OverheadView:
         self._bounds_arg = bounds
         self._font = _font(max(10, min(16, self.title_height - 8)) if self.title_height else 12)
         self._label_font = _font(11)
+        self.last_labels: List[Tuple[str, Box]] = []
         self.set_map(grid, resolution, origin)
 
     # ------------------------------------------------------------------ map and layout
@@ -179,6 +230,7 @@ class OverheadView:
         target: Optional[TargetMarker] = None,
         title: str = "",
         caption: str = "",
+        highlight: Optional[str] = None,
     ) -> np.ndarray:
         """One frame as an ``(height, width, 3)`` uint8 RGB array.
 
@@ -187,6 +239,11 @@ class OverheadView:
         :param path: the planned path, ``(N, 2)`` map-frame points.
         :param objects: markers ``(x, y, label, rgb)`` (e.g. the semantic map's objects).
         :param target: the goal / drop-off ``(x, y)`` or ``(x, y, label)``, drawn as a red ring.
+        :param highlight: an object label to emphasise (the object being fetched): its marker gets a
+            ring and its label is placed first and drawn last, so it is never hidden.
+
+        Labels never overlap each other or the object markers (:func:`place_labels`); one that
+        finds no free spot is left out. :attr:`last_labels` lists the placed ``(text, box)``.
         """
         image = Image.fromarray(self._background.copy())
         draw = ImageDraw.Draw(image)
@@ -196,13 +253,20 @@ class OverheadView:
             if len(points) >= 2:
                 draw.line([self.world_to_pixel(px, py) for px, py in points], fill=PATH, width=2, joint="curve")
 
+        objects = list(objects)
+        markers: List[Box] = []
+        labels: List[Tuple[str, float, float, bool]] = []  # text, u, v, highlighted
+        half = 4
         for x, y, label, rgb in objects:
             u, v = self.world_to_pixel(x, y)
-            half = 4
+            markers.append((u - half, v - half, u + half, v + half))
             draw.rectangle([u - half, v - half, u + half, v + half], fill=tuple(int(c) for c in rgb),
                            outline=(20, 20, 20))
+            is_target = bool(highlight) and label == highlight
+            if is_target:
+                draw.ellipse([u - 8, v - 8, u + 8, v + 8], outline=HIGHLIGHT, width=2)
             if label:
-                self._label(draw, (u + half + 2, v - 6), label)
+                labels.append((label, u, v, is_target))
 
         if target is not None:
             u, v = self.world_to_pixel(target[0], target[1])
@@ -210,8 +274,9 @@ class OverheadView:
             draw.ellipse([u - r, v - r, u + r, v + r], outline=TARGET, width=2)
             draw.line([(u - r - 3, v), (u + r + 3, v)], fill=TARGET, width=1)
             draw.line([(u, v - r - 3), (u, v + r + 3)], fill=TARGET, width=1)
+            markers.append((u - r, v - r, u + r, v + r))
             if len(target) > 2 and target[2]:
-                self._label(draw, (u + r + 3, v - 6), str(target[2]))
+                labels.append((str(target[2]), u, v, False))
 
         if robot is not None:
             x, y, yaw = (float(v) for v in robot)
@@ -221,6 +286,7 @@ class OverheadView:
             # Image rows grow downward: +y in the map is -v in the image.
             draw.line([(u, v), (u + r * math.cos(yaw), v - r * math.sin(yaw))], fill=HEADING, width=2)
 
+        self._draw_labels(draw, labels, markers)
         if self.title_height:
             draw.rectangle([0, 0, self.width, self.title_height - 1], fill=BAR)
             if title:
@@ -232,9 +298,31 @@ class OverheadView:
                 draw.text((6, top + self.caption_height / 2), caption, fill=TEXT, font=self._label_font, anchor="lm")
         return np.asarray(image, dtype=np.uint8)
 
-    def _label(self, draw: ImageDraw.ImageDraw, xy: Tuple[float, float], text: str) -> None:
+    def _draw_labels(self, draw: ImageDraw.ImageDraw, labels: List[Tuple[str, float, float, bool]],
+                     markers: List[Box]) -> None:
+        """Place (highlighted first) and draw (highlighted last, on top) labels that never overlap."""
+        order = sorted(range(len(labels)), key=lambda i: not labels[i][3])  # stable: highlighted first
+        sizes, offsets = [], []
+        for i in order:
+            left, top, right, bottom = draw.textbbox((0, 0), labels[i][0], font=self._label_font, stroke_width=2,
+                                                     anchor="la")
+            sizes.append((right - left, bottom - top))
+            offsets.append((left, top))
+        area = (0.0, float(self.title_height), float(self.width), float(self.height - self.caption_height))
+        boxes = place_labels([labels[i][1:3] for i in order], sizes, area, obstacles=markers)
+        self.last_labels = []
+        drawn = [(labels[i], box, off) for i, box, off in zip(order, boxes, offsets) if box is not None]
+        for (text, u, v, highlighted), box, (dx, dy) in reversed(drawn):  # highlighted drawn last: on top
+            cx, cy = min(max(u, box[0]), box[2]), min(max(v, box[1]), box[3])
+            if math.hypot(cx - u, cy - v) > 10:  # displaced: a leader line to what it names
+                draw.line([(u, v), (cx, cy)], fill=HIGHLIGHT if highlighted else (200, 200, 200), width=1)
+            self._label(draw, (box[0] - dx, box[1] - dy), text, highlighted)
+            self.last_labels.append((text, box))
+
+    def _label(self, draw: ImageDraw.ImageDraw, xy: Tuple[float, float], text: str, highlighted: bool = False) -> None:
         # Dark outline so labels stay readable on free (light) and unknown (grey) cells alike.
-        draw.text(xy, text, fill=(255, 255, 255), font=self._label_font, stroke_width=2, stroke_fill=(0, 0, 0))
+        draw.text(xy, text, fill=HIGHLIGHT if highlighted else (255, 255, 255), font=self._label_font,
+                  stroke_width=2, stroke_fill=(0, 0, 0), anchor="la")
 
 
 def render_overhead(

@@ -139,6 +139,87 @@ def msg_dependencies(text: str, package: str) -> List[str]:
     return sorted(found)
 
 
+# The parts of an .action / .srv file (split at lines of '---') and the generated types they become.
+_INTERFACE_PARTS = {"action": ("Goal", "Result", "Feedback"), "srv": ("Request", "Response")}
+# rosidl's field type names (get_fields_and_field_types) -> .msg names
+_ROSIDL_PRIMITIVES = {"boolean": "bool", "octet": "byte", "float": "float32", "double": "float64"}
+
+
+def message_class(type_name: str) -> type:
+    """The Python class of a message type, including the types an action or a service generates
+    (``pkg/action/Fetch_FeedbackMessage``, ``pkg/action/Fetch_GetResult_Event``, ...), which the
+    package's ``action`` / ``srv`` module does not all export by name."""
+    package, namespace, name = split_type_name(type_name)
+    module = importlib.import_module(f"{package}.{namespace}")
+    cls = getattr(module, name, None)
+    if cls is None and namespace in _INTERFACE_PARTS:
+        owner = getattr(module, name.split("_", 1)[0], None)  # Fetch for Fetch_FeedbackMessage
+        if owner is not None:
+            cls = getattr(importlib.import_module(owner.__module__), name, None)
+    if cls is None:
+        raise AttributeError(f"no message class {type_name}")
+    return cls
+
+
+def _find_class(package: str, name: str) -> Tuple[str, type]:
+    """``(namespace, class)`` of ``package/name`` (introspection names carry no namespace)."""
+    for namespace in ("msg", "action", "srv"):
+        try:
+            return namespace, message_class(f"{package}/{namespace}/{name}")
+        except (ImportError, AttributeError):
+            continue
+    raise DefinitionNotFoundError(f"no message type {package}/{name} in its msg, action or srv module")
+
+
+def _rosidl_to_msg(field_type: str) -> str:
+    """``sequence<float>`` -> ``float32[]``, ``sequence<pkg/T, 1>`` -> ``pkg/T[<=1]``, ``double`` -> ``float64``."""
+    match = re.fullmatch(r"sequence<(.+?)(?:,\s*(\d+))?>", field_type)
+    if match:
+        inner, bound = match.groups()
+        return _rosidl_to_msg(inner) + (f"[<={bound}]" if bound else "[]")
+    match = re.fullmatch(r"(.+?)(\[\d+\])", field_type)
+    if match:
+        return _rosidl_to_msg(match.group(1)) + match.group(2)
+    return _ROSIDL_PRIMITIVES.get(field_type, field_type)
+
+
+def _part_of_interface_file(package: str, namespace: str, name: str) -> Optional[str]:
+    """``Fetch_Feedback`` -> the feedback part of ``share/pkg/action/Fetch.action`` (comments and
+    constants kept), as rosbag2 gives it; None when ``name`` is not such a part."""
+    base, _, part = name.rpartition("_")
+    parts = _INTERFACE_PARTS.get(namespace, ())
+    if not base or part not in parts:
+        return None
+    path = _package_share(package) / namespace / f"{base}.{namespace}"
+    if not path.is_file():
+        return None
+    sections = re.split(r"^---\s*$\n?", path.read_text(encoding="utf-8"), flags=re.MULTILINE)
+    return sections[parts.index(part)] if len(sections) == len(parts) else None
+
+
+def _type_text(type_name: str) -> str:
+    """The ``.msg``-syntax text of one type: its installed ``.msg`` file; for the types an action
+    or service generates, the part of its ``.action``/``.srv`` file, or else (wrappers such as
+    ``Fetch_FeedbackMessage`` or ``Fetch_GetResult_Event``, which have no file) the fields the
+    generated class reports."""
+    package, namespace, name = split_type_name(type_name)
+    if namespace == "msg":
+        try:
+            return msg_file(type_name).read_text(encoding="utf-8")
+        except DefinitionNotFoundError:
+            if "/msg/" in type_name:
+                raise
+            namespace, _ = _find_class(package, name)  # 'pkg/Fetch_Feedback' names no namespace
+    text = _part_of_interface_file(package, namespace, name)
+    if text is not None:
+        return text
+    try:
+        cls = message_class(f"{package}/{namespace}/{name}")
+    except (ImportError, AttributeError) as exc:
+        raise DefinitionNotFoundError(f"no definition for {type_name}: {exc}") from None
+    return "".join(f"{_rosidl_to_msg(t)} {field}\n" for field, t in cls.get_fields_and_field_types().items())
+
+
 _DEFINITION_CACHE: Dict[str, str] = {}
 _DEFINITION_LOCK = threading.Lock()
 
@@ -147,8 +228,9 @@ def message_definition(type_name: str) -> str:
     """The complete ``ros2msg`` definition of a message type, exactly as rosbag2 builds it.
 
     The type's own ``.msg`` text comes first; each dependency follows once, depth first, as
-    ``"\\n" + 80*'=' + "\\nMSG: pkg/Type\\n" + text``. Raises :class:`DefinitionNotFoundError`
-    when a definition is not installed.
+    ``"\\n" + 80*'=' + "\\nMSG: pkg/Type\\n" + text``. Action and service types (feedback
+    messages, service events) work too (:func:`_type_text`). Raises
+    :class:`DefinitionNotFoundError` when a definition is not installed.
     """
     key = full_type_name(type_name)
     with _DEFINITION_LOCK:
@@ -161,17 +243,16 @@ def message_definition(type_name: str) -> str:
         if depth <= 0:  # message types cannot nest infinitely; this catches a broken install
             raise RecursionError(f"definition of {type_name} nests too deep (at {name})")
         package = split_type_name(name)[0]
-        text = msg_file(name).read_text(encoding="utf-8")
+        text = _type_text(name)
         out = text
         for dependency in msg_dependencies(text, package):
-            canonical = full_type_name(dependency)
-            if canonical in seen:
+            if dependency in seen:
                 continue
-            seen.add(canonical)
+            seen.add(dependency)
             out += f"\n{DEFINITION_SEPARATOR}\nMSG: {dependency}\n" + expand(dependency, depth - 1)
         return out
 
-    definition = expand(key, 50)
+    definition = expand(type_name if "/" in type_name.split("/", 1)[1] else key, 50)
     with _DEFINITION_LOCK:
         _DEFINITION_CACHE[key] = definition
     return definition
@@ -492,8 +573,7 @@ class McapRecorder:
     def _subscribe(self, topic: _Topic, qos: Any) -> None:
         try:
             message_definition(topic.type_name)  # fail here, not in the first callback
-            package, namespace, name = split_type_name(topic.type_name)
-            msg_class = getattr(importlib.import_module(f"{package}.{namespace}"), name)
+            msg_class = message_class(topic.type_name)
         except (DefinitionNotFoundError, ImportError, AttributeError, ValueError) as exc:
             topic.error = f"{topic.type_name}: {exc}"
             self.node.get_logger().error(f"not recording {topic.name}: {topic.error}")

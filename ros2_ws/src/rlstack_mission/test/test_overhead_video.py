@@ -184,3 +184,31 @@ def test_mp4_writer_rejects_size_changes_and_discards_on_error(tmp_path):
     assert not list(tmp_path.iterdir())                   # the partial video was removed
     with pytest.raises(ValueError, match="no frames"):
         Mp4Writer(tmp_path / "empty.mp4", fps=5).close()
+
+
+def test_labels_never_overlap_and_the_highlighted_one_is_always_placed():
+    """Issue 24: 'yellow ballnder' -- a ball's and a cylinder's labels drawn over each other."""
+    grid = np.zeros((80, 100), np.int8)
+    view = OverheadView(grid, 0.05, (0.0, 0.0), size=(480, 360), caption_height=20)
+    names = [f"{c} {k}" for c in ("red", "green", "blue", "yellow") for k in ("cube", "ball", "cylinder")]
+    # twelve objects within 10 cm of each other (a cluttered table), the target listed last
+    rng = np.random.default_rng(0)
+    objects = [(2.5 + rng.uniform(-0.05, 0.05), 2.0 + rng.uniform(-0.05, 0.05), n, (200, 200, 200)) for n in names]
+    view.render(robot=(2.4, 2.0, 0.0), objects=objects, target=(2.6, 2.1, "drop-off"), highlight="yellow cylinder")
+    placed = dict(view.last_labels)
+    assert "yellow cylinder" in placed
+    boxes = list(placed.values())
+    for i, a in enumerate(boxes):
+        assert view.title_height <= a[1] and a[3] <= view.height - view.caption_height and 0 <= a[0] and a[2] <= view.width
+        for b in boxes[i + 1:]:
+            assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]), (a, b)
+    assert len(placed) >= 8  # most labels find a place; none is drawn over another
+
+
+def test_place_labels_gives_up_rather_than_overlap():
+    from rlstack_mission.overhead import place_labels
+
+    # three wide labels on one point: room for two (above and below it), none for the third
+    boxes = place_labels([(200, 200)] * 3, [(380, 100)] * 3, area=(0, 0, 400, 400))
+    assert boxes[0] is not None and boxes[1] is not None and boxes[2] is None
+    assert boxes[0][3] <= boxes[1][1]  # one above the other, not overlapping
