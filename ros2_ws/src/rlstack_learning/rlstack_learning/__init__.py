@@ -23,6 +23,7 @@ ENTRY_POINTS = {
     "RlStack/BallPlate-v0": "rlstack_learning.envs.ball_plate:BallPlateEnv",
     "RlStack/PandaLift-v0": "rlstack_learning.envs.lift:PandaLiftEnv",
     "RlStack/MobileLift-v0": "rlstack_learning.envs.mobile_lift:MobileLiftEnv",
+    "RlStack/MobileLiftPerceived-v0": "rlstack_learning.envs.mobile_lift_perceived:MobileLiftPerceivedEnv",
 }
 
 

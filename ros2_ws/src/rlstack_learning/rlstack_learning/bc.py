@@ -57,9 +57,16 @@ def _lift_expert(env):
     return scripted_expert(env)
 
 
-#: expert name -> factory(env.unwrapped) -> policy(obs) -> action (mobile_lift: lift's expert, its obs in base_link)
-EXPERTS: Dict[str, Callable[[Any], Callable[[np.ndarray], np.ndarray]]] = {"lift": _lift_expert,
-                                                                          "mobile_lift": _lift_expert}
+def _mobile_lift_perceived_expert(env):
+    from .envs.mobile_lift_perceived import perceived_expert
+
+    return perceived_expert(env)
+
+
+#: expert name -> factory(env.unwrapped) -> policy(obs) -> action (mobile_lift: lift's expert, its obs in
+#: base_link; mobile_lift_perceived: an expert that sees only the held estimate and proprioception)
+EXPERTS: Dict[str, Callable[[Any], Callable[[np.ndarray], np.ndarray]]] = {
+    "lift": _lift_expert, "mobile_lift": _lift_expert, "mobile_lift_perceived": _mobile_lift_perceived_expert}
 
 
 def check_hyperparams(hp: Dict[str, Any]) -> Optional[Tuple[str, str]]:

@@ -3,6 +3,7 @@
     python -m rlstack_learning.play policies/cartpole --episodes 20
     python -m rlstack_learning.play policies/ball_plate --randomize --video out/ball_plate.mp4
     python -m rlstack_learning.play out/train/cartpole/<run>/best          # a model folder (SB3)
+    python -m rlstack_learning.play policies/mobile_lift --env-kwargs "{target_source: live}"  # env options
 
 Episodes use evaluation seeds (never used in training) unless --seed-base is given.
 """
@@ -20,8 +21,9 @@ from .envs import EVAL_SEED_BASE
 from .evaluate import run_episodes, write_video
 
 
-def _play(env_id: str, policy, episodes: int, randomize: bool, video: Optional[str], seed_base: int) -> Dict[str, Any]:
-    env = gym.make(env_id, randomize=randomize, render_mode="rgb_array" if video else None)
+def _play(env_id: str, policy, episodes: int, randomize: bool, video: Optional[str], seed_base: int,
+          env_kwargs: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    env = gym.make(env_id, randomize=randomize, render_mode="rgb_array" if video else None, **(env_kwargs or {}))
     try:
         frames = [] if video else None
         res = run_episodes(env, policy, [seed_base + i for i in range(episodes)], frames=frames)
@@ -34,11 +36,11 @@ def _play(env_id: str, policy, episodes: int, randomize: bool, video: Optional[s
 
 
 def play_bundle(path: str, episodes: int = 10, randomize: bool = False, video: Optional[str] = None,
-                seed_base: int = EVAL_SEED_BASE) -> Dict[str, Any]:
+                seed_base: int = EVAL_SEED_BASE, env_kwargs: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     from .bundle import load
 
     b = load(path)
-    return _play(b.io["env_id"], b.act, episodes, randomize, video, seed_base)
+    return _play(b.io["env_id"], b.act, episodes, randomize, video, seed_base, env_kwargs)
 
 
 def play_model_dir(path: str, episodes: int = 10, randomize: bool = False, video: Optional[str] = None,
@@ -65,9 +67,16 @@ def main(argv=None) -> int:
     p.add_argument("--randomize", action="store_true", help="task's default domain randomisation")
     p.add_argument("--video", help="mp4 path: records the first episode")
     p.add_argument("--seed-base", type=int, default=EVAL_SEED_BASE)
+    p.add_argument("--env-kwargs", default="", help="YAML mapping of env options, e.g. \"{target_source: live}\" or "
+                   "\"{perception_error: {xy_std: 0.0, z_std: 0.0, yaw_std_deg: 0.0}}\" (mobile_lift)")
     a = p.parse_args(argv)
+    import yaml
+
+    env_kwargs = yaml.safe_load(a.env_kwargs) if a.env_kwargs else None
+    if env_kwargs is not None and not isinstance(env_kwargs, dict):
+        p.error(f"--env-kwargs must be a YAML mapping, got {a.env_kwargs!r}")
     if os.path.isfile(os.path.join(a.path, "io.yaml")):
-        res = play_bundle(a.path, a.episodes, a.randomize, a.video, a.seed_base)
+        res = play_bundle(a.path, a.episodes, a.randomize, a.video, a.seed_base, env_kwargs)
     else:
         res = play_model_dir(a.path, a.episodes, a.randomize, a.video, a.seed_base)
     print(f"success {res['successes']}/{res['episodes']} ({res['success_rate'] * 100:.1f} %), "

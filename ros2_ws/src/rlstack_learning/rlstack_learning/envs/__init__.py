@@ -22,7 +22,10 @@ except ImportError:  # pragma: no cover - lift env not written yet
 try:
     from .mobile_lift import MobileLiftEnv
 
+    from .mobile_lift_perceived import MobileLiftPerceivedEnv
+
     ENVS[MobileLiftEnv.env_id] = MobileLiftEnv
+    ENVS[MobileLiftPerceivedEnv.env_id] = MobileLiftPerceivedEnv
 except ImportError:  # pragma: no cover - sim_bridges without the mobile_table scene
     pass
 

@@ -1,0 +1,242 @@
+"""Mobile-manipulator lift in robot mode: the policy sees a held pose estimate, never the simulator.
+
+``RlStack/MobileLiftPerceived-v0`` is :mod:`rlstack_learning.envs.mobile_lift` with the target
+observed the way a robot observes it (issue 14). Today's ``mobile_lift`` reads the cube's true
+pose on ``/grasp_target`` every step, so the fetch mission has to stream simulator truth while the
+arm works; with the pose seen once and then held, that policy fails (0/30, measured in the issue).
+Here ``/grasp_target`` carries the target's pose **as perception estimated it before the grasp,
+then held**: once the hand closes in, the head camera no longer sees the cube, so nothing about
+the cube is updated while the arm works. Whether the cube came up is proprioception: the grasp
+point's height above the held estimate and the finger opening (a 5 cm cube keeps the fingers
+~5 cm apart; an empty grasp closes them).
+
+* The estimate is the true pose at the episode's start plus one error drawn per episode from
+  :class:`PerceptionError`, **held in odom** (the sim's world frame) and expressed in the current
+  ``base_link`` every step. Held in odom, not in base_link: the arm's motion nudges the base (by
+  several cm over an episode, measured), and a pose frozen in base_link drifts off the cube. A
+  robot does the same with /tf's ``odom -> base_link``.
+* Observation (10): grasp point x/y/z (``/tf``), finger opening (``/joint_states``), the held
+  estimate's x/y/z and yaw (sin/cos 4 x yaw) from ``/grasp_target``, grasp-point-to-estimate
+  distance. No "height still to lift" term: with a held target it never changes; the policy reads
+  the lift from ``ee_z - target_z``, so no table-height constant is built in either.
+* Success is judged from the simulator's truth (the evaluator's view): the true cube centre
+  ``LIFT_HEIGHT`` above where it lay, for ``HOLD_STEPS``.
+* ``target_source="live"`` gives the true pose every step instead (the simulator-only design,
+  kept for the ablation).
+
+:func:`perceived_expert` acts on the policy's own observation only, so a policy cloned from it can
+do what it does. Measured (100 episodes each, evaluation seeds, no DR; ``python -m
+rlstack_learning.envs.mobile_lift_perceived --xy-std S``): its success falls with the estimate's
+error along the fingers' axis, because the end-effector deltas keep a fixed gripper yaw and a cube
+near 45 deg leaves ~5 mm between its corner and an open finger; see docs/training.md.
+
+Status: this env is the robot-mode successor of ``mobile_lift``; the shipped ``policies/mobile_lift``
+bundle and the fetch mission still use the live design until a policy trained here meets the bar
+with the estimator's measured error (docs/mission.md, "Robot mode").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+import numpy as np
+
+from .. import derive as ops
+from ..terms import ObsTerm
+from .lift import HOLD_HEIGHT, HOLD_STEPS, LIFT_HEIGHT, MAX_DELTA
+from .mobile_lift import BASE_FRAME, MobileLiftEnv, _inverse, in_base_frame
+
+
+@dataclass(frozen=True)
+class PerceptionError:
+    """Error of the held grasp-target estimate, drawn once per episode (normal, per axis of base_link).
+
+    Defaults: a working assumption until the grasp-pose estimator's error is measured in the home
+    scene with depth noise on; training and evaluation must use the measured figures.
+    """
+
+    xy_std: float = 0.004        # m, each of x and y
+    z_std: float = 0.003         # m
+    yaw_std_deg: float = 3.0     # deg about base_link z
+    max_sigma: float = 3.0       # draws are clipped at this many standard deviations
+
+    def __post_init__(self) -> None:
+        for name in ("xy_std", "z_std", "yaw_std_deg", "max_sigma"):
+            value = getattr(self, name)
+            if not (np.isfinite(value) and value >= 0.0):
+                raise ValueError(f"PerceptionError.{name} must be a finite number >= 0, got {value!r}")
+
+    @staticmethod
+    def zero() -> "PerceptionError":
+        return PerceptionError(0.0, 0.0, 0.0)
+
+    def sample(self, rng: np.random.Generator) -> Tuple[np.ndarray, float]:
+        """``(position offset (3,) in base_link axes, yaw offset rad)`` for one episode."""
+        z = np.clip(rng.standard_normal(4), -self.max_sigma, self.max_sigma)
+        offset = np.array([z[0] * self.xy_std, z[1] * self.xy_std, z[2] * self.z_std])
+        return offset, float(np.radians(z[3] * self.yaw_std_deg))
+
+
+def _without_lift_term(terms) -> Tuple[ObsTerm, ...]:
+    """mobile_lift's terms less ``target_dz``, with the target terms described as the held estimate."""
+    out = []
+    for t in terms:
+        if t.name == "target_dz":
+            continue
+        if t.name.startswith("target_"):
+            t = ObsTerm(t.name, t.unit, t.frame, t.source, noise_std=min(t.noise_std, 0.001),
+                        description=t.description.replace("target cube", "estimated target")
+                        + " (estimated before the grasp, held)")
+        out.append(t)
+    return tuple(out)
+
+
+class MobileLiftPerceivedEnv(MobileLiftEnv):
+    task_name = "mobile_lift_perceived"
+    env_id = "RlStack/MobileLiftPerceived-v0"
+    obs_terms = _without_lift_term(MobileLiftEnv.obs_terms)
+    io_notes = (
+        "/grasp_target (geometry_msgs/msg/PoseStamped, header.frame_id base_link): the target's centre pose in "
+        "base_link as estimated before the grasp (position, and the yaw about base_link z, mod 90 deg), then HELD "
+        "in odom and re-expressed in the current base_link at the control rate while the policy runs (it goes "
+        "stale after 3 periods).",
+        "No table-height constant: the lift is read from the grasp point's height above the held estimate.",
+        "Trained for a base parked with the target 0.44-0.76 m ahead of base_link and |y| <= 0.25 m, any yaw; "
+        "keep the base still (cmd_vel zero) while the policy runs.",
+    )
+    success_definition = (f"the target cube's true centre stays at least {LIFT_HEIGHT * 100:g} cm above where it lay "
+                          f"for {HOLD_STEPS} consecutive control steps ({HOLD_STEPS / 20:g} s) within 160 steps (8 s), "
+                          "judged from the simulator's ground truth, while the policy sees only the held estimate of "
+                          "the target's pose (true pose + one PerceptionError draw per episode) and proprioception; "
+                          "otherwise as mobile_lift")
+
+    def __init__(self, target_source: str = "perceived", perception_error=None, **kwargs) -> None:
+        """:param target_source: ``perceived`` (held estimate; robot mode) or ``live`` (true pose every step).
+        :param perception_error: a :class:`PerceptionError`, a mapping of its fields, or None (defaults)."""
+        if target_source not in ("perceived", "live"):
+            raise ValueError(f"target_source must be 'perceived' or 'live', got {target_source!r}")
+        if isinstance(perception_error, dict):
+            perception_error = PerceptionError(**perception_error)
+        self.target_source = target_source
+        self.perception_error = PerceptionError() if perception_error is None else perception_error
+        self._held_target: Optional[Tuple[np.ndarray, Tuple[float, ...]]] = None   # (position, quat) in odom
+        super().__init__(**kwargs)
+
+    def _task_reset(self, rng) -> None:
+        super()._task_reset(rng)
+        pos, quat = self.target_pose()
+        self._rest_z = float(pos[2])  # success is a lift from where the cube lies
+        offset, dyaw = self.perception_error.sample(rng)
+        dq = (0.0, 0.0, float(np.sin(dyaw / 2)), float(np.cos(dyaw / 2)))
+        est_pos = np.asarray(pos, np.float64) + offset
+        est_quat = ops.quat_mul(dq, tuple(float(v) for v in quat))
+        bp, bq = self._base_pose()
+        r_base = _inverse(bp, bq)[0].T   # base_link -> odom rotation
+        self._held_target = (np.asarray(bp, np.float64) + r_base @ est_pos,
+                             ops.quat_mul(tuple(float(v) for v in bq), est_quat))
+
+    def observed_target(self):
+        """What /grasp_target carries this step: the held estimate in the current base_link, or the true pose."""
+        if self.target_source == "live" or self._held_target is None:
+            return self.target_pose()
+        bp, bq = self._base_pose()
+        return in_base_frame(bp, bq, *self._held_target)
+
+    def _raw_obs(self) -> np.ndarray:
+        bp, bq = self._base_pose()
+        ee = in_base_frame(bp, bq, self.dynamics.link_position(self._panda, "panda_grasptarget"))
+        c, q = self.observed_target()
+        js = self.sim.joint_state()
+        read = {"ee_x": ee, "ee_y": ee, "ee_z": ee,
+                "finger_width": [js.position[i] for i in self._fingers],
+                "target_x": c[0], "target_y": c[1], "target_z": c[2],
+                "target_yaw_sin4": q, "target_yaw_cos4": q}
+        return np.array(ops.raw_vector(self.obs_terms, read), dtype=np.float64)
+
+    def _reward_terminated(self, raw, command):
+        # judged from the simulator's truth (the evaluator's view), never from the held estimate
+        cube_z = float(self.target_pose()[0][2])
+        dist = float(np.linalg.norm(raw[0:3] - raw[4:7]))
+        lifted = cube_z - self._rest_z
+        up = bool(lifted >= LIFT_HEIGHT)
+        self._held = self._held + 1 if up else 0
+        success = self._held >= HOLD_STEPS
+        reward = (-dist + (0.5 if dist < 0.02 else 0.0) + 5.0 * min(max(0.0, lifted), LIFT_HEIGHT)
+                  + (1.0 if up else 0.0) + (10.0 if success else 0.0))
+        return reward, success, {"is_success": success, "lifted": float(lifted), "held_steps": self._held}
+
+
+def perceived_expert(env: MobileLiftPerceivedEnv):
+    """A state machine on the policy's own observation (held estimate + proprioception).
+
+    Phases: above the estimate with the gripper open; descend to the estimated centre (aiming 1 cm
+    lower, so the step stays large until the close condition holds); close for 8 steps; lift the
+    grasp point ``HOLD_HEIGHT`` above the estimated centre and hold. A grasp that closes on nothing
+    (fingers under 1 cm apart while lifting) starts over from above.
+    """
+    state = {"phase": "approach", "t": 0}
+
+    def act(obs):
+        ee, target, width = np.asarray(obs[0:3], np.float64), np.asarray(obs[4:7], np.float64), float(obs[3])
+        if env.steps == 0:
+            state.update(phase="approach", t=0)
+        goal, grip = ee, 1.0
+        if state["phase"] == "lift" and width < 0.01:
+            state.update(phase="approach", t=0)  # closed on nothing: try again from above
+        if state["phase"] == "approach":
+            goal = target + [0.0, 0.0, 0.06]
+            if np.linalg.norm(goal - ee) < 0.01:
+                state["phase"] = "descend"
+        if state["phase"] == "descend":
+            goal = target + [0.0, 0.0, -0.01]
+            if ee[2] - target[2] < 0.008 and np.linalg.norm((target - ee)[:2]) < 0.008:
+                state.update(phase="close", t=0)
+        if state["phase"] == "close":
+            goal, grip = ee, -1.0
+            state["t"] += 1
+            if state["t"] >= 8:
+                state["phase"] = "lift"
+        if state["phase"] == "lift":
+            goal, grip = np.array([ee[0], ee[1], target[2] + HOLD_HEIGHT]), -1.0
+        a = np.clip((goal - ee) / MAX_DELTA, -1.0, 1.0)
+        return np.array([*a, grip], dtype=np.float32)
+
+    return act
+
+
+def main(argv=None) -> int:
+    """``python -m rlstack_learning.envs.mobile_lift_perceived [--episodes 100] [--xy-std M ...]``: expert baseline."""
+    import argparse
+    import json
+
+    from ..envs import EVAL_SEED_BASE
+    from ..evaluate import run_episodes
+
+    p = argparse.ArgumentParser(description="perceived-pose expert baseline of the robot-mode mobile lift")
+    p.add_argument("--episodes", type=int, default=100)
+    p.add_argument("--seed-base", type=int, default=EVAL_SEED_BASE)
+    p.add_argument("--randomize", action="store_true")
+    p.add_argument("--xy-std", type=float, nargs="+", default=[PerceptionError().xy_std],
+                   help="estimate error std in x and y, m (several: one run each)")
+    p.add_argument("--z-std", type=float, default=PerceptionError().z_std)
+    p.add_argument("--yaw-std-deg", type=float, default=PerceptionError().yaw_std_deg)
+    a = p.parse_args(argv)
+    rows = []
+    for xy in a.xy_std:
+        err = PerceptionError(xy, a.z_std if xy else 0.0, a.yaw_std_deg if xy else 0.0)
+        env = MobileLiftPerceivedEnv(perception_error=err, randomize=a.randomize)
+        res = run_episodes(env, perceived_expert(env), [a.seed_base + i for i in range(a.episodes)], progress=True)
+        env.close()
+        rows.append({"xy_std_m": xy, "z_std_m": err.z_std, "yaw_std_deg": err.yaw_std_deg,
+                     "success": res["successes"], "episodes": res["episodes"]})
+        print(f"estimate error xy {xy * 1000:.0f} mm, z {err.z_std * 1000:.0f} mm, yaw {err.yaw_std_deg:g} deg: "
+              f"expert success {res['successes']}/{res['episodes']}", flush=True)
+    print(json.dumps(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())

@@ -1,0 +1,136 @@
+"""RlStack/MobileLiftPerceived-v0: the mobile lift in robot mode (issue 14).
+
+* the io descriptor: no ground-truth topic, no table-height constant; /grasp_target is the held estimate;
+* the estimate is drawn once per episode (true pose + PerceptionError; the same seed, the same error),
+  held in odom (it does not follow the cube, and driving the base moves it in base_link only);
+* the observation equals the declared derive ops applied to independently computed sources;
+* success is judged from the true cube, not from the estimate;
+* the perceived-pose expert lifts the cube; bad options are refused with a clear error.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import rlstack_learning  # noqa: F401  (registers the envs)
+from rlstack_learning import derive as ops
+from rlstack_learning.envs.mobile_lift_perceived import MobileLiftPerceivedEnv, PerceptionError, perceived_expert
+
+EVAL = 2**30
+
+
+@pytest.fixture(scope="module")
+def env():
+    e = MobileLiftPerceivedEnv()
+    yield e
+    e.close()
+
+
+def test_io_descriptor_reads_no_simulator_truth():
+    io = MobileLiftPerceivedEnv.io_descriptor()
+    names = [t["name"] for t in io["observation"]]
+    assert names == ["ee_x", "ee_y", "ee_z", "finger_width", "target_x", "target_y", "target_z",
+                     "target_yaw_sin4", "target_yaw_cos4", "ee_to_target_dist"]
+    assert not any(t["source"]["topic"].startswith("/sim_ground_truth") for t in io["observation"])
+    assert not any("constant" in t["source"].get("derive", {}) for t in io["observation"])
+    assert {t["source"]["topic"] for t in io["observation"]} == {"/tf", "/joint_states", "/grasp_target"}
+    assert "held" in io["observation"][4]["description"]
+
+
+def _independent_raw(env):
+    from sim_bridges.geometry import matrix_to_quat, quat_to_matrix
+
+    sim = env.sim
+    lookup = {t.child: (t.parent, tuple(t.pose.position), tuple(t.pose.orientation)) for t in sim.link_transforms()}
+    ee, _ = ops.compose(lookup, "base_link", "panda_grasptarget")
+    odom = sim.base_odometry().pose
+    held_pos, held_quat = env._held_target
+    rb = quat_to_matrix(odom.orientation)
+    pos = rb.T @ (np.asarray(held_pos) - np.asarray(odom.position))
+    quat = tuple(matrix_to_quat(rb.T @ quat_to_matrix(held_quat)))
+    js = sim.joint_state()
+    names = list(sim.joint_names)
+    read = {"ee_x": ee, "ee_y": ee, "ee_z": ee,
+            "finger_width": [js.position[names.index(j)] for j in ("panda_finger_joint1", "panda_finger_joint2")],
+            "target_x": pos[0], "target_y": pos[1], "target_z": pos[2],
+            "target_yaw_sin4": quat, "target_yaw_cos4": quat}
+    return np.array(ops.raw_vector(MobileLiftPerceivedEnv.obs_terms, read))
+
+
+def test_observation_equals_derive_ops_also_after_driving(env):
+    rng = np.random.default_rng(0)
+    for seed in (EVAL, EVAL + 1):
+        obs, _ = env.reset(seed=seed)
+        np.testing.assert_allclose(obs, _independent_raw(env), atol=2e-6, rtol=0)
+        for i in range(15):
+            env.sim.set_base_velocity(*((0.3, 0.8) if i < 10 else (0.0, 0.0)))
+            obs, *_ = env.step(rng.uniform(-1, 1, 4).astype(np.float32))
+            np.testing.assert_allclose(obs, _independent_raw(env), atol=2e-6, rtol=0)
+
+
+def test_estimate_is_drawn_once_and_held_in_odom():
+    exact = MobileLiftPerceivedEnv(perception_error=PerceptionError.zero())
+    noisy = MobileLiftPerceivedEnv(perception_error={"xy_std": 0.01, "z_std": 0.01, "yaw_std_deg": 5.0})
+    try:
+        errors = []
+        for seed in range(EVAL, EVAL + 8):
+            exact.reset(seed=seed)
+            np.testing.assert_allclose(exact.observed_target()[0], exact.target_pose()[0], atol=1e-6)
+            noisy.reset(seed=seed)
+            errors.append(np.asarray(noisy.observed_target()[0]) - noisy.target_pose()[0])
+            noisy.reset(seed=seed)   # the same seed draws the same error
+            np.testing.assert_allclose(np.asarray(noisy.observed_target()[0]) - noisy.target_pose()[0], errors[-1],
+                                       atol=1e-9)
+        errors = np.abs(np.array(errors))
+        assert 0.001 < errors.mean() and errors.max() <= 0.03 + 1e-9   # 3-sigma clip
+        noisy.reset(seed=EVAL)
+        odom_before = np.array(noisy._held_target[0])
+        base_before = np.array(noisy.observed_target()[0])
+        for _ in range(15):
+            noisy.sim.set_base_velocity(0.3, 0.6)
+            noisy.step(np.zeros(4, np.float32))
+        noisy.sim.set_base_velocity(0.0, 0.0)
+        np.testing.assert_allclose(noisy._held_target[0], odom_before)               # fixed in odom
+        assert np.linalg.norm(np.array(noisy.observed_target()[0]) - base_before) > 0.05  # moved in base_link
+    finally:
+        exact.close()
+        noisy.close()
+
+
+def test_the_estimate_does_not_follow_the_cube_and_success_uses_the_truth(env):
+    obs, _ = env.reset(seed=EVAL + 2)
+    pol = perceived_expert(env)
+    start = obs[4:7].copy()
+    held = np.array(env._held_target[0])
+    info = {}
+    for _ in range(160):
+        obs, _, term, trunc, info = env.step(pol(obs))
+        if term or trunc:
+            break
+    assert info["is_success"] and info["lifted"] >= 0.10              # the true cube came up
+    np.testing.assert_allclose(env._held_target[0], held)             # the estimate stayed where it was seen
+    assert abs(obs[6] - start[2]) < 0.02                              # ... it did not rise with the cube
+
+
+def test_live_source_is_the_ablation_and_bad_options_are_refused():
+    live = MobileLiftPerceivedEnv(target_source="live", perception_error=PerceptionError(0.02, 0.02, 10.0))
+    try:
+        live.reset(seed=EVAL)
+        np.testing.assert_allclose(live.observed_target()[0], live.target_pose()[0], atol=1e-9)
+    finally:
+        live.close()
+    with pytest.raises(ValueError, match="target_source"):
+        MobileLiftPerceivedEnv(target_source="ground_truth")
+    with pytest.raises(ValueError, match="xy_std"):
+        PerceptionError(xy_std=float("nan"))
+    with pytest.raises(ValueError, match="z_std"):
+        PerceptionError(z_std=-0.01)
+
+
+def test_perceived_expert_lifts_the_cube_with_the_error_model(env):
+    from rlstack_learning.evaluate import run_episodes
+
+    res = run_episodes(env, perceived_expert(env), [EVAL + i for i in range(4)])
+    assert res["success_rate"] >= 0.75, res
+    assert res["min_length"] >= 40
