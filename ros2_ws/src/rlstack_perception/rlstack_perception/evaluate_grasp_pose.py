@@ -1,0 +1,163 @@
+"""Error of the grasp-pose estimator from where the fetch robot looks before a grasp (in process, no ROS).
+
+    python -m rlstack_perception.evaluate_grasp_pose [--layouts 10] [--views 3] [--json out.json]
+
+For each seeded ``home`` layout and each coloured cube, ball and cylinder (on tables and on the
+floor), the robot is put where the fetch mission docks -- ``base_link`` 0.44-0.76 m from the
+object, facing it from a random free direction -- and the head camera renders the view it would
+have there (the robot's own mast camera pose relative to ``base_link``, read from the backend; the
+robot's body is not drawn at the new pose). The hint is the true centre plus a 2 cm (std) x/y
+error, as the semantic map's centroid gives it. The estimate (``grasp_pose.estimate_grasp_pose``,
+in ``base_link``) is compared with the simulator's pose: x/y, z and 3-D centre error, yaw error mod
+90 deg (cubes), and the share of views without a usable estimate (by reason). Prints a table and
+one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections import Counter
+from typing import Dict, List
+
+import numpy as np
+
+from .frame import Frame, quat_to_matrix
+from .grasp_pose import GraspPoseConfig, estimate_grasp_pose, wrap_quarter
+from .simtools import SHAPE_WORDS, _free, target_objects
+
+
+def _yaw(q) -> float:
+    x, y, z, w = (float(v) for v in q)
+    return math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+
+
+def head_camera_in_base(sim) -> tuple:
+    """(R, t): the head camera's optical frame in base_link, from the loaded robot."""
+    cf = sim.camera_frame("head_camera")
+    odom = sim.base_odometry().pose
+    rb = quat_to_matrix(odom.orientation)
+    rc = quat_to_matrix(cf.pose.orientation)
+    return rb.T @ rc, rb.T @ (np.asarray(cf.pose.position) - np.asarray(odom.position)), cf.intrinsics
+
+
+def _render(sim, rotation, translation, intrinsics):
+    from sim_bridges.contract import Pose
+    from sim_bridges.geometry import matrix_to_quat
+    from sim_bridges.pybullet_backend.camera import PyBulletCamera
+    from sim_bridges.robots.spec import CameraSpec
+
+    spec = CameraSpec("grasp_view", Pose(translation.tolist(), list(matrix_to_quat(rotation))),
+                      width=intrinsics.width, height=intrinsics.height, near=0.1, far=12.0)
+    return PyBulletCamera(spec, sim.client_id).render(sim.sim_time)
+
+
+def evaluate(layouts: int = 10, views: int = 3, seed: int = 7, hint_std: float = 0.02,
+             config: GraspPoseConfig = GraspPoseConfig(), progress: bool = True) -> Dict:
+    from sim_bridges.pybullet_backend import PyBulletBackend
+
+    rng = np.random.default_rng(seed)
+    sim = PyBulletBackend()
+    sim.load_scene("home")
+    r_cam, t_cam, intr = head_camera_in_base(sim)
+    rows: List[Dict] = []
+    reasons: Counter = Counter()
+    t0 = time.perf_counter()
+    for layout in range(layouts):
+        sim.reset(1000 + layout)
+        for name, st in target_objects(sim).items():
+            c = np.asarray(st.pose.position, dtype=float)
+            made = 0
+            for _ in range(80):
+                if made >= views:
+                    break
+                az = rng.uniform(-math.pi, math.pi)
+                r = rng.uniform(0.44, 0.76)
+                base = c[:2] - r * np.array([math.cos(az), math.sin(az)])
+                if abs(base[0]) > 3.6 or abs(base[1]) > 2.6 or not _free(sim, base, 0.05):
+                    continue
+                made += 1
+                rb = np.array([[math.cos(az), -math.sin(az), 0.0], [math.sin(az), math.cos(az), 0.0], [0, 0, 1.0]])
+                base3 = np.array([base[0], base[1], 0.08])          # base_link height: the wheel radius
+                cf = _render(sim, rb @ r_cam, rb @ t_cam + base3, intr)
+                frame = Frame(cf.rgb, cf.depth, intr.fx, intr.fy, intr.cx, intr.cy, r_cam, t_cam)
+                truth = rb.T @ (c - base3)                            # the object's centre in base_link
+                hint = truth + np.array([rng.normal(0, hint_std), rng.normal(0, hint_std), 0.0])
+                est = estimate_grasp_pose(frame, hint, config)
+                row = {"object": name, "shape": st.shape, "on_floor": bool(c[2] < 0.2), "range_m": round(r, 3),
+                       "ok": est.ok, "reason": est.reason.split(":")[0]}
+                if est.ok:
+                    err = est.centre - truth
+                    row.update(err_xy=float(np.hypot(err[0], err[1])), err_z=float(abs(err[2])),
+                               err_3d=float(np.linalg.norm(err)), symmetric=est.symmetric)
+                    if st.shape == "box":
+                        true_yaw = _yaw(st.pose.orientation) - az
+                        row["err_yaw_deg"] = abs(math.degrees(wrap_quarter(est.yaw - true_yaw)))
+                else:
+                    reasons[row["reason"]] += 1
+                rows.append(row)
+        if progress:
+            print(f"[grasp_pose] layout {layout + 1}/{layouts}: {len(rows)} views, "
+                  f"{time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+    sim.close()
+    return summarize(rows, reasons)
+
+
+def _stats(values: List[float]) -> Dict[str, float]:
+    if not values:
+        return {"median": None, "p95": None}
+    return {"median": round(float(np.median(values)), 4), "p95": round(float(np.percentile(values, 95)), 4)}
+
+
+def summarize(rows: List[Dict], reasons: Counter) -> Dict:
+    out = {"views": len(rows), "usable": sum(r["ok"] for r in rows), "failures": dict(reasons), "groups": {}}
+    for label, pick in (("all", lambda r: True), ("cubes", lambda r: r["shape"] == "box"),
+                        ("balls", lambda r: r["shape"] == "sphere"), ("cylinders", lambda r: r["shape"] == "cylinder"),
+                        ("on tables", lambda r: not r["on_floor"]), ("on the floor", lambda r: r["on_floor"])):
+        sel = [r for r in rows if pick(r)]
+        good = [r for r in sel if r["ok"]]
+        out["groups"][label] = {
+            "views": len(sel), "usable": len(good),
+            "err_xy_m": _stats([r["err_xy"] for r in good]), "err_z_m": _stats([r["err_z"] for r in good]),
+            "err_3d_m": _stats([r["err_3d"] for r in good]),
+            "err_yaw_deg": _stats([r["err_yaw_deg"] for r in good if "err_yaw_deg" in r]),
+            "symmetric_share": round(sum(r.get("symmetric", False) for r in good) / len(good), 3) if good else None,
+        }
+    return out
+
+
+def markdown(res: Dict) -> str:
+    lines = ["| objects | views | usable | x/y error median / p95 | z error median / p95 | 3-D median / p95 | "
+             "yaw error median / p95 (cubes) | read as round |", "|---|---|---|---|---|---|---|---|"]
+    for label, g in res["groups"].items():
+        f = lambda s, k=1000: "-" if s["median"] is None else f"{s['median'] * k:.1f} / {s['p95'] * k:.1f}"  # noqa: E731
+        yaw = "-" if g["err_yaw_deg"]["median"] is None else \
+            f"{g['err_yaw_deg']['median']:.1f} / {g['err_yaw_deg']['p95']:.1f} deg"
+        lines.append(f"| {label} | {g['views']} | {g['usable']} | {f(g['err_xy_m'])} mm | {f(g['err_z_m'])} mm | "
+                     f"{f(g['err_3d_m'])} mm | {yaw} | {g['symmetric_share']} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--layouts", type=int, default=10)
+    p.add_argument("--views", type=int, default=3, help="views per object and layout")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--json", default="", help="also write the result here")
+    a = p.parse_args(argv)
+    res = evaluate(a.layouts, a.views, a.seed)
+    print(markdown(res))
+    print(f"failures: {res['failures'] or 'none'}")
+    line = json.dumps(res)
+    print(line)
+    if a.json:
+        with open(a.json, "w") as f:
+            f.write(line + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

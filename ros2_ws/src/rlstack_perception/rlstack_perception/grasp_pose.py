@@ -1,0 +1,251 @@
+"""Grasp pose of one object from one RGB-D frame: centre, yaw (mod 90 deg), size, support height.
+
+Pure numpy (no rclpy). The lift policy needs the target's centre and yaw in ``base_link``
+(``/grasp_target``) once, before the hand closes in and hides it (docs/mission.md, "Robot mode").
+The semantic map gives *which* object and roughly where (a centroid of the visible surface, a
+few cm off the centre); this module refines that into a grasp pose from a close look:
+
+1. back-project the depth image into the output frame (``Frame.points_world`` with the camera's
+   pose in, e.g., ``base_link``) and keep the points within ``crop_radius`` of the hint;
+2. **support height**: the dominant height among the points in a ring around the hint (a table
+   top or the floor; a 5 mm histogram mode). Objects stand on it;
+3. **object points**: above the support by ``min_height``, within ``object_radius`` of the hint,
+   re-centred twice on their own median (the hint may be off by a few cm);
+4. **top face**: object points within ``top_band`` of the top (98th percentile of height). The
+   camera looks down on it, so it is seen whole even when the sides are half hidden. Its minimum-
+   area rectangle (convex hull + rotating calipers) gives the centre in x/y, the yaw mod 90 deg
+   and the footprint; the centre's height is half way between support and top;
+5. **round or square**: a top face that fills its rectangle much less than a square does (disc:
+   pi/4) is round: ``symmetric`` (yaw 0: any yaw grasps a ball or an upright cylinder alike).
+
+Each estimate says how sure it is (``n_points``, ``fill``, ``quality``) and, when it is not
+usable, why (``reason``: ``TARGET_NOT_VISIBLE``, ``TOO_FEW_POINTS``, ``POSE_UNCERTAIN``, ``BAD_INPUT``):
+bad input never raises. :func:`fuse_estimates` combines looks from several viewpoints and says
+whether they agree.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .frame import Frame
+
+TARGET_NOT_VISIBLE = "TARGET_NOT_VISIBLE"
+TOO_FEW_POINTS = "TOO_FEW_POINTS"
+POSE_UNCERTAIN = "POSE_UNCERTAIN"
+BAD_INPUT = "BAD_INPUT"
+
+
+@dataclass(frozen=True)
+class GraspPoseConfig:
+    """Parameters of :func:`estimate_grasp_pose` (lengths in metres)."""
+
+    crop_radius: float = 0.20        # points farther than this from the hint (x/y) are ignored
+    support_ring: Tuple[float, float] = (0.07, 0.18)   # ring around the hint that shows the support
+    object_radius: float = 0.07      # object points within this of the (re-centred) hint
+    min_height: float = 0.008        # above the support by this much = object
+    max_height: float = 0.30         # taller than this above the support = not the object (a wall, the arm)
+    top_band: float = 0.008          # top face = points within this of the top
+    min_object_points: int = 40
+    min_top_points: int = 20
+    round_fill: float = 0.86         # top-face fill of its rectangle below this: round (disc: 0.785)
+    max_footprint: float = 0.15      # a rectangle side longer than this: not one graspable object
+
+
+@dataclass
+class GraspPose:
+    """One estimate, in the frame of the points (e.g. ``base_link``)."""
+
+    ok: bool
+    reason: str = ""
+    centre: np.ndarray = field(default_factory=lambda: np.full(3, np.nan))
+    yaw: float = 0.0                 # rad, in [-pi/4, pi/4): the footprint's orientation mod 90 deg
+    size: np.ndarray = field(default_factory=lambda: np.full(3, np.nan))   # footprint x/y along yaw, height
+    support_height: float = math.nan
+    symmetric: bool = False          # round footprint: yaw carries no information
+    n_points: int = 0
+    fill: float = 0.0                # top-face points' hull area / rectangle area
+    quality: float = 0.0             # 0..1: how much to trust it (points and fit)
+
+    def quaternion(self) -> Tuple[float, float, float, float]:
+        """``(x, y, z, w)`` of the yaw about the frame's z axis."""
+        return (0.0, 0.0, math.sin(self.yaw / 2.0), math.cos(self.yaw / 2.0))
+
+
+def wrap_quarter(yaw: float) -> float:
+    """An angle mod 90 deg, in [-pi/4, pi/4)."""
+    q = math.pi / 2.0
+    return (yaw + q / 2.0) % q - q / 2.0
+
+
+def convex_hull(points: np.ndarray) -> np.ndarray:
+    """Monotone-chain convex hull of (N, 2) points, counter-clockwise, without repeating the first."""
+    pts = np.unique(np.asarray(points, dtype=np.float64), axis=0)
+    if len(pts) < 3:
+        return pts
+    pts = pts[np.lexsort((pts[:, 1], pts[:, 0]))]
+
+    def cross(o, a, b) -> float:
+        return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
+
+    lower: List[np.ndarray] = []
+    for p in pts:
+        while len(lower) >= 2 and cross(lower[-2], lower[-1], p) <= 0:
+            lower.pop()
+        lower.append(p)
+    upper: List[np.ndarray] = []
+    for p in pts[::-1]:
+        while len(upper) >= 2 and cross(upper[-2], upper[-1], p) <= 0:
+            upper.pop()
+        upper.append(p)
+    return np.array(lower[:-1] + upper[:-1])
+
+
+def polygon_area(hull: np.ndarray) -> float:
+    if len(hull) < 3:
+        return 0.0
+    x, y = hull[:, 0], hull[:, 1]
+    return 0.5 * abs(float(np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1))))
+
+
+def min_area_rectangle(points: np.ndarray) -> Tuple[np.ndarray, Tuple[float, float], float]:
+    """Minimum-area bounding rectangle of (N, 2) points: ``(centre (2,), (side_a, side_b), angle)``.
+
+    Rotating calipers: the best rectangle has one side on a hull edge, so each edge direction is
+    tried. ``angle`` is the direction of side ``a`` (rad).
+    """
+    hull = convex_hull(points)
+    if len(hull) < 3:
+        lo, hi = np.min(points, axis=0), np.max(points, axis=0)
+        return 0.5 * (lo + hi), (float(hi[0] - lo[0]), float(hi[1] - lo[1])), 0.0
+    best = None
+    edges = np.roll(hull, -1, axis=0) - hull
+    for ex, ey in edges:
+        norm = math.hypot(ex, ey)
+        if norm < 1e-12:
+            continue
+        c, s = ex / norm, ey / norm
+        rot = np.array([[c, s], [-s, c]])          # into the edge's axes
+        local = hull @ rot.T
+        lo, hi = local.min(axis=0), local.max(axis=0)
+        area = float(np.prod(hi - lo))
+        if best is None or area < best[0]:
+            centre_local = 0.5 * (lo + hi)
+            best = (area, rot.T @ centre_local, (float(hi[0] - lo[0]), float(hi[1] - lo[1])), math.atan2(s, c))
+    _, centre, sides, angle = best
+    return centre, sides, angle
+
+
+def _support_height(points: np.ndarray, hint_xy: np.ndarray, ring: Tuple[float, float],
+                    below: float) -> Optional[float]:
+    """The most common height (5 mm bins, then the mean within the bin) among ring points no
+    higher than ``below``; None when the ring shows nothing."""
+    d = np.linalg.norm(points[:, :2] - hint_xy, axis=1)
+    z = points[(d >= ring[0]) & (d <= ring[1]), 2]
+    z = z[z <= below]
+    if len(z) < 20:
+        return None
+    bins = np.floor(z / 0.005).astype(np.int64)
+    values, counts = np.unique(bins, return_counts=True)
+    mode = values[np.argmax(counts)]
+    near = z[np.abs(bins - mode) <= 1]
+    return float(np.median(near))
+
+
+def estimate_grasp_pose(frame: Frame, hint: Sequence[float], config: GraspPoseConfig = GraspPoseConfig()
+                        ) -> GraspPose:
+    """The grasp pose of the object near ``hint`` (x, y, z in the frame ``frame``'s pose maps into).
+
+    ``frame.rotation``/``translation`` must map optical-frame points into the output frame (e.g. the
+    camera's pose in ``base_link``), whose z axis points up. Never raises on bad input.
+    """
+    try:
+        hint = np.asarray(hint, dtype=np.float64).reshape(3)
+        frame.validate()
+    except (ValueError, TypeError) as exc:
+        return GraspPose(False, f"{BAD_INPUT}: {exc}")
+    if not np.all(np.isfinite(hint)):
+        return GraspPose(False, f"{BAD_INPUT}: the hint is not finite")
+    pts, valid = frame.points_world()
+    pts = pts[valid]
+    crop = pts[np.linalg.norm(pts[:, :2] - hint[:2], axis=1) <= config.crop_radius]
+    if len(crop) < config.min_object_points:
+        return GraspPose(False, f"{TARGET_NOT_VISIBLE}: {len(crop)} depth points within "
+                                f"{config.crop_radius:g} m of the hint", n_points=len(crop))
+    support = _support_height(crop, hint[:2], config.support_ring, below=hint[2] + 0.02)
+    if support is None:
+        return GraspPose(False, f"{POSE_UNCERTAIN}: no support surface seen around the target", n_points=len(crop))
+    above = crop[(crop[:, 2] > support + config.min_height) & (crop[:, 2] < support + config.max_height)]
+    centre_xy = hint[:2].copy()
+    obj = above[:0]
+    for _ in range(3):   # re-centre on the object's own points: the hint may be a few cm off
+        obj = above[np.linalg.norm(above[:, :2] - centre_xy, axis=1) <= config.object_radius]
+        if len(obj) < config.min_object_points:
+            break
+        centre_xy = np.median(obj[:, :2], axis=0)
+    if len(obj) < config.min_object_points:
+        return GraspPose(False, f"{TARGET_NOT_VISIBLE}: {len(obj)} points above the support near the hint",
+                         support_height=support, n_points=len(obj))
+    top = float(np.percentile(obj[:, 2], 98.0))
+    face = obj[obj[:, 2] >= top - config.top_band]
+    if len(face) < config.min_top_points:
+        return GraspPose(False, f"{TOO_FEW_POINTS}: {len(face)} points on the top face", support_height=support,
+                         n_points=len(obj))
+    centre2, sides, angle = min_area_rectangle(face[:, :2])
+    rect_area = sides[0] * sides[1]
+    fill = polygon_area(convex_hull(face[:, :2])) / rect_area if rect_area > 0 else 0.0
+    height = top - support
+    if max(sides) > config.max_footprint or height <= 0:
+        return GraspPose(False, f"{POSE_UNCERTAIN}: footprint {sides[0]:.3f} x {sides[1]:.3f} m, height "
+                                f"{height:.3f} m is not one graspable object", support_height=support,
+                         n_points=len(obj), fill=fill)
+    symmetric = fill < config.round_fill
+    yaw = 0.0 if symmetric else wrap_quarter(angle)
+    # footprint along yaw: side a lies along `angle`, which differs from yaw by a multiple of 90 deg
+    turns = int(round((angle - yaw) / (math.pi / 2.0))) % 2
+    along, across = (sides[0], sides[1]) if turns == 0 else (sides[1], sides[0])
+    quality = float(min(1.0, len(face) / 200.0) * min(1.0, fill / 0.95 if not symmetric else 1.0))
+    return GraspPose(True, "", np.array([centre2[0], centre2[1], support + 0.5 * height]), yaw,
+                     np.array([along, across, height]), support, symmetric, len(obj), float(fill), quality)
+
+
+@dataclass
+class FusedGraspPose:
+    pose: GraspPose
+    consistent: bool
+    spread_m: float          # largest distance of a view's centre from the fused centre
+    spread_yaw: float        # largest yaw difference (mod 90 deg) from the fused yaw, rad
+    views: int
+
+
+def fuse_estimates(estimates: Sequence[GraspPose], max_spread_m: float = 0.015,
+                   max_spread_yaw: float = math.radians(8.0)) -> FusedGraspPose:
+    """Combine the usable estimates of several views (quality-weighted; yaw as a circular mean of
+    4 x yaw) and say whether they agree within ``max_spread_m`` / ``max_spread_yaw``."""
+    good = [e for e in estimates if e.ok]
+    if not good:
+        reasons = "; ".join(sorted({e.reason.split(":")[0] for e in estimates})) or TARGET_NOT_VISIBLE
+        return FusedGraspPose(GraspPose(False, f"no usable view ({reasons})"), False, math.inf, math.inf, 0)
+    w = np.array([max(e.quality, 1e-3) for e in good])
+    centre = np.average(np.array([e.centre for e in good]), axis=0, weights=w)
+    symmetric = sum(e.symmetric for e in good) * 2 > len(good)
+    if symmetric:
+        yaw = 0.0
+    else:
+        yaw = wrap_quarter(math.atan2(float(np.average([math.sin(4 * e.yaw) for e in good], weights=w)),
+                                      float(np.average([math.cos(4 * e.yaw) for e in good], weights=w))) / 4.0)
+    spread = max(float(np.linalg.norm(e.centre - centre)) for e in good)
+    spread_yaw = 0.0 if symmetric else max(abs(wrap_quarter(e.yaw - yaw)) for e in good)
+    fused = GraspPose(True, "", centre, yaw, np.average(np.array([e.size for e in good]), axis=0, weights=w),
+                      float(np.average([e.support_height for e in good], weights=w)), symmetric,
+                      int(sum(e.n_points for e in good)), float(np.mean([e.fill for e in good])),
+                      float(np.max([e.quality for e in good])))
+    consistent = spread <= max_spread_m and spread_yaw <= max_spread_yaw
+    if not consistent:
+        fused.reason = (f"{POSE_UNCERTAIN}: views disagree by {spread * 100:.1f} cm / "
+                        f"{math.degrees(spread_yaw):.0f} deg")
+    return FusedGraspPose(fused, consistent, spread, spread_yaw, len(good))
