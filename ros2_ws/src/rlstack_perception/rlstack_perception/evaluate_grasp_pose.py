@@ -7,7 +7,8 @@ floor), the robot is put where the fetch mission docks -- ``base_link`` 0.44-0.7
 object, facing it from a random free direction -- and the head camera renders the view it would
 have there (the robot's own mast camera pose relative to ``base_link``, read from the backend; the
 robot's body is not drawn at the new pose). The hint is the true centre plus a 2 cm (std) x/y
-error, as the semantic map's centroid gives it. The estimate (``grasp_pose.estimate_grasp_pose``,
+error, as the semantic map's centroid gives it. ``--depth-noise`` applies the bridge's depth noise
+model (``sim_bridges.sensor_noise.DepthNoise``, robot mode) to every view. The estimate (``grasp_pose.estimate_grasp_pose``,
 in ``base_link``) is compared with the simulator's pose: x/y, z and 3-D centre error, yaw error mod
 90 deg (cubes), and the share of views without a usable estimate (by reason). Prints a table and
 one JSON line.
@@ -56,7 +57,8 @@ def _render(sim, rotation, translation, intrinsics):
 
 
 def evaluate(layouts: int = 10, views: int = 3, seed: int = 7, hint_std: float = 0.02,
-             config: GraspPoseConfig = GraspPoseConfig(), progress: bool = True) -> Dict:
+             config: GraspPoseConfig = GraspPoseConfig(), progress: bool = True, depth_noise=None) -> Dict:
+    """``depth_noise``: a ``sim_bridges.sensor_noise.DepthNoise`` applied to every view (None: exact depth)."""
     from sim_bridges.pybullet_backend import PyBulletBackend
 
     rng = np.random.default_rng(seed)
@@ -83,7 +85,10 @@ def evaluate(layouts: int = 10, views: int = 3, seed: int = 7, hint_std: float =
                 rb = np.array([[math.cos(az), -math.sin(az), 0.0], [math.sin(az), math.cos(az), 0.0], [0, 0, 1.0]])
                 base3 = np.array([base[0], base[1], 0.08])          # base_link height: the wheel radius
                 cf = _render(sim, rb @ r_cam, rb @ t_cam + base3, intr)
-                frame = Frame(cf.rgb, cf.depth, intr.fx, intr.fy, intr.cx, intr.cy, r_cam, t_cam)
+                depth = cf.depth
+                if depth_noise is not None:
+                    depth, _ = depth_noise.apply(depth, intr.fx, intr.fy, intr.cx, intr.cy, rng)
+                frame = Frame(cf.rgb, depth, intr.fx, intr.fy, intr.cx, intr.cy, r_cam, t_cam)
                 truth = rb.T @ (c - base3)                            # the object's centre in base_link
                 hint = truth + np.array([rng.normal(0, hint_std), rng.normal(0, hint_std), 0.0])
                 est = estimate_grasp_pose(frame, hint, config)
@@ -146,9 +151,15 @@ def main(argv=None) -> int:
     p.add_argument("--layouts", type=int, default=10)
     p.add_argument("--views", type=int, default=3, help="views per object and layout")
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--depth-noise", action="store_true", help="the bridge's RGB-D depth noise model (robot mode)")
     p.add_argument("--json", default="", help="also write the result here")
     a = p.parse_args(argv)
-    res = evaluate(a.layouts, a.views, a.seed)
+    noise = None
+    if a.depth_noise:
+        from sim_bridges.sensor_noise import DepthNoise
+
+        noise = DepthNoise()
+    res = evaluate(a.layouts, a.views, a.seed, depth_noise=noise)
     print(markdown(res))
     print(f"failures: {res['failures'] or 'none'}")
     line = json.dumps(res)

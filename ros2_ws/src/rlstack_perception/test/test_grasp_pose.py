@@ -36,19 +36,23 @@ def test_wrap_quarter():
 
 @pytest.fixture(scope="module")
 def views():
+    from sim_bridges.sensor_noise import DepthNoise
+
     from rlstack_perception.evaluate_grasp_pose import evaluate
 
-    return evaluate(layouts=2, views=2, seed=3, progress=False)
+    return evaluate(layouts=3, views=2, seed=3, progress=False, depth_noise=DepthNoise())
 
 
 def test_docking_views_in_home_are_accurate(views):
-    """Real renders of the home scene from the fetch robot's docking poses (no depth noise)."""
+    """Real renders of the home scene from the fetch robot's docking poses, with the RGB-D depth
+    noise model (robot mode; the estimator's far-edge correction is set for such a camera)."""
     tables = views["groups"]["on tables"]
     assert tables["usable"] >= 0.9 * tables["views"] > 0
-    assert tables["err_xy_m"]["p95"] < 0.006 and tables["err_z_m"]["p95"] < 0.006
+    assert tables["err_xy_m"]["median"] < 0.004 and tables["err_xy_m"]["p95"] < 0.008
+    assert tables["err_z_m"]["p95"] < 0.006
     cubes = views["groups"]["cubes"]
-    assert cubes["usable"] > 0 and cubes["err_yaw_deg"]["p95"] < 5.0 and cubes["symmetric_share"] == 0.0
-    assert views["groups"]["balls"]["symmetric_share"] == 1.0
+    assert cubes["usable"] > 0 and cubes["err_yaw_deg"]["median"] < 6.0 and cubes["symmetric_share"] < 0.5
+    assert views["groups"]["balls"]["symmetric_share"] >= 0.7
 
 
 def _flat_frame(depth_value=1.0, size=(60, 80)):

@@ -8,10 +8,13 @@ Topics, parameters, services and modes are documented in docs/sim_bridge.md.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 import time
 from typing import Callable, Dict, List, Optional
+
+import numpy as np
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseArray, Twist, TwistStamped, Vector3
@@ -33,6 +36,7 @@ from rlstack_sim import convert
 from rlstack_sim.commands import (CommandRejected, JointBounds, RejectLog, VelocityLimiter, Watchdog,
                                   clip_ee_delta, hold_targets, validate_joint_targets, validate_scalar,
                                   validate_twist)
+from sim_bridges.sensor_noise import DepthNoise
 from rlstack_sim.config import MODES, ConfigError, RateMeter, check_choice, every_n_steps, steps_per_control
 
 # Wall-clock budget of one fast-mode timer callback: commands and services are served between slices.
@@ -69,6 +73,19 @@ class SimBridge(Node):
         self.camera_enabled = d("camera_enabled", True, "Render and publish the scene's cameras")
         self.camera_in_lockstep = d("camera_in_lockstep", False,
                                     "Lockstep mode: also render cameras (every camera period of sim time)")
+        noise = DepthNoise(
+            enabled=d("depth_noise", False, "Make published depth like an RGB-D camera's: range noise growing with "
+                      "z^2, disparity quantisation, no return at depth edges and grazing angles (robot mode: on)"),
+            k_z2=d("depth_noise_k", DepthNoise.k_z2, "Depth noise std = depth_noise_sigma0 + k z^2, k in 1/m "
+                   "(0.0025: a RealSense D435)", min_value=0.0, max_value=1.0),
+            sigma_0=d("depth_noise_sigma0", DepthNoise.sigma_0, "Range-independent depth noise std, m",
+                      min_value=0.0, max_value=1.0),
+            dropout=d("depth_noise_dropout", DepthNoise.dropout, "Share of depth pixels lost at random",
+                      min_value=0.0, max_value=1.0),
+            rgb_sigma=d("rgb_noise_std", 0.0, "RGB noise std, 0..255 units (0: off; applies with depth_noise)",
+                        min_value=0.0, max_value=255.0))
+        self.noise = noise if noise.enabled else None
+        self.noise_rng = np.random.default_rng([seed, 0xD3])
         publish_rate = d("publish_rate_hz", 60.0, "Rate of /joint_states, /odom, /tf, Hz of sim time (capped at the"
                          " control rate; 0: off)", min_value=0.0, max_value=10000.0)
         gt_rate = d("ground_truth_rate_hz", 10.0, "Rate of the ground-truth topics, Hz of sim time (0: off)",
@@ -367,6 +384,10 @@ class SimBridge(Node):
             if not any(p.get_subscription_count() for p in pubs):
                 continue  # rendering is the expensive part: only when someone listens
             frame = self.sim.camera_frame(name)
+            if self.noise is not None:   # robot mode: the depth a real RGB-D camera would give
+                k = frame.intrinsics
+                depth, rgb = self.noise.apply(frame.depth, k.fx, k.fy, k.cx, k.cy, self.noise_rng, frame.rgb)
+                frame = dataclasses.replace(frame, depth=depth, rgb=rgb)
             stamp = convert.time_msg(frame.stamp + self.clock_offset)
             rgb_pub, depth_pub, info_pub = pubs
             rgb_pub.publish(convert.rgb_msg(frame, stamp))
