@@ -24,8 +24,10 @@ def test_shipped_bundle(name):
     b = load(str(path))
     assert os.path.getsize(path / "policy.onnx") < 500_000
     ev = b.evaluation
-    assert ev["episodes"] >= 100 and ev["nominal"]["success_rate"] >= 0.99, "model card claims are below the bar"
     cfg = yaml.safe_load(open(REPO / "config" / "train" / f"{b.provenance['task']}.yaml"))
+    # 0.99 unless the task's config sets another bar (the robot-mode lift: 0.95, issue 14's bar)
+    bar = cfg.get("card_bar", 0.99)
+    assert ev["episodes"] >= 100 and ev["nominal"]["success_rate"] >= bar, "model card claims are below the bar"
     floor = cfg.get("success_floor", 0.9)
     res = play_bundle(str(path), episodes=EPISODES)
     assert res["success_rate"] >= floor, res

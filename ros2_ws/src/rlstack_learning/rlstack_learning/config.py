@@ -54,13 +54,15 @@ _TOP = {
     "save_replay_buffer": (bool, False, None, "include the replay buffer in checkpoints (off-policy)"),
     "bundle": (str, False, None, "bundle name under policies/"),
     "success_floor": ((int, float), False, lambda v: 0 <= v <= 1, "CI floor on the success rate (0..1)"),
+    "card_bar": ((int, float), False, lambda v: 0 <= v <= 1, "least nominal success (100 episodes) the shipped "
+                 "bundle's model card must show (0..1)"),
     "hyperparams": (dict, True, None, "algo -> SB3 constructor arguments"),
 }
 
 DEFAULTS = {
     "seed": 0, "num_envs": 8, "vec_env": "dummy", "normalize_obs": True, "normalize_reward": False,
     "randomize": False, "env_kwargs": {}, "eval_freq": 10000, "eval_episodes": 10, "checkpoint_freq": 20000,
-    "save_replay_buffer": False, "stop_patience": 1, "success_floor": 0.9,
+    "save_replay_buffer": False, "stop_patience": 1, "success_floor": 0.9, "card_bar": 0.99,
 }
 
 _POLICY_KWARGS = {

@@ -134,3 +134,19 @@ def test_perceived_expert_lifts_the_cube_with_the_error_model(env):
     res = run_episodes(env, perceived_expert(env), [EVAL + i for i in range(4)])
     assert res["success_rate"] >= 0.75, res
     assert res["min_length"] >= 40
+
+
+def test_shipped_bundle_matches_the_terms_and_meets_the_bar():
+    from pathlib import Path
+
+    import yaml
+
+    from rlstack_learning.bundle import load
+
+    bundle = Path(__file__).resolve().parents[4] / "policies" / "mobile_lift_perceived"
+    b = load(str(bundle))
+    assert b.io == yaml.safe_load(yaml.safe_dump(MobileLiftPerceivedEnv.io_descriptor())), \
+        "policies/mobile_lift_perceived/io.yaml is not what the env's terms generate: re-export it"
+    ev = b.evaluation
+    assert ev["episodes"] >= 100
+    assert ev["nominal"]["success_rate"] >= 0.95 and ev["randomized"]["success_rate"] >= 0.95
