@@ -156,6 +156,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=DEMO_SEED, help="layout seed (rlstack_mission.layouts)")
     ap.add_argument("--color", default=DEMO_COLOR, choices=COLORS,
                     help="colour of the cube to fetch")
+    ap.add_argument("--robot-mode", action="store_true",
+                    help="the grasp from perception, no simulator truth in the robot's loop (fetch.launch.yaml robot_mode)")
     args = ap.parse_args(argv)
     import rclpy
     from rclpy.executors import MultiThreadedExecutor
@@ -173,7 +175,8 @@ def main(argv=None) -> int:
     threading.Thread(target=executor.spin, daemon=True).start()
     report = {"ok": False}
     try:
-        with FetchGraph(ROOT, OUT / "demo_graph.log") as graph:
+        graph_args = {"robot_mode": "true"} if args.robot_mode else {}
+        with FetchGraph(ROOT, OUT / "demo_graph.log", graph_args) as graph:
             print("[demo] starting the fetch graph (sim_bridge, semantic_map, nav_controller, policy_node, mission)",
                   flush=True)
             ready_s = graph.wait_ready(node)

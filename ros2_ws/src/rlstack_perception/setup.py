@@ -22,6 +22,7 @@ setup(
     entry_points={
         "console_scripts": [
             "semantic_map = rlstack_perception.node:main",
+            "grasp_pose = rlstack_perception.grasp_pose_node:main",
         ],
     },
 )

@@ -8,16 +8,17 @@ Calls       /semantic_map/query (rlstack_interfaces/srv/QueryObjects)
             /<policy_node>/change_state, get_state (lifecycle_msgs): the lift controller
 Subscribes  /odom, /map (latched), /tf, /tf_static, /joint_states,
             /sim_ground_truth/markers (sim only: the grasp target's pose, see below)
-Publishes   /grasp_target (geometry_msgs/PoseStamped in base_link, 20 Hz while grasping and carrying),
+Publishes   /grasp_target (geometry_msgs/PoseStamped in base_link, 20 Hz while grasping: the held estimate),
             /fetch/dropoff (PoseStamped, latched), /cmd_vel (only the short straight docking
             moves), /arm/ee_delta + /arm/gripper (carry pose, recovery, drop), /diagnostics
 
-Grasp target: the lift policy reads the object's pose in ``base_link`` on /grasp_target. In
-simulation this node publishes it from the simulator's ground truth of the object the semantic
-map matched (the nearest ground-truth object to the perceived position, within
-``target_match_radius``): perception chooses *which* object, the simulator says exactly where
-it is. A real robot needs an object-pose tracker publishing /grasp_target instead
-(``grasp_target_source: topic`` leaves the topic to it). See docs/mission.md.
+Grasp target: the lift policy reads the object's pose in ``base_link`` on /grasp_target.
+``grasp_target_source: perception`` (robot mode, work in progress): the grasp_pose service
+estimates it once after docking, with the arm out of the camera's view; it is held in ``odom``
+and republished in the current ``base_link``; the lift is judged from finger width and grasp
+point height. ``ground_truth`` (today's default, a simulator-only ablation): the matched
+object's true pose (the nearest ground-truth object to the perceived position, within
+``target_match_radius``), live. ``topic`` leaves /grasp_target to another node. See docs/mission.md.
 
 The action runs in its own thread (MultiThreadedExecutor, reentrant callbacks): the mission is
 a sequence of blocking steps, while topics and service replies keep arriving.
@@ -52,7 +53,7 @@ from visualization_msgs.msg import MarkerArray
 
 from rlstack_common import declare_parameter, run_node
 from rlstack_interfaces.action import Fetch, NavigateTo
-from rlstack_interfaces.srv import QueryObjects
+from rlstack_interfaces.srv import EstimateGraspPose, QueryObjects
 
 from .fetch import (PHASES, FetchCode, FetchMission, FetchParams, GraspOutcome, Match, MissionAborted,
                     NavOutcome, Pose2D)
@@ -75,6 +76,8 @@ class MissionNode(Node):
         self.finger_pair: Tuple[float, ...] = ()   # the two finger joints, m (() until /joint_states)
         self.gt: Dict[str, Tuple[np.ndarray, np.ndarray, str]] = {}  # name -> (position, quaternion, frame)
         self.target_name: Optional[str] = None
+        # the grasp target, held in odom through the grasp (set when a grasp starts, cleared after)
+        self.held_target: Optional[Tuple[np.ndarray, np.ndarray]] = None
         self.goal_handle = None
         self.stopping = threading.Event()   # set on SIGINT/SIGTERM: a running fetch ends, robot safe
         self.executing = threading.Event()  # an execute callback is running (until its result is set)
@@ -96,6 +99,8 @@ class MissionNode(Node):
         self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
 
         self.query_client = self.create_client(QueryObjects, "/semantic_map/query", **g)
+        self.grasp_pose_client = (self.create_client(EstimateGraspPose, self.grasp_pose_service, **g)
+                                  if self.grasp_source == "perception" else None)
         self.nav_client = ActionClient(self, NavigateTo, "/navigate_to", **g)
         self.change_state = self.create_client(ChangeState, f"{self.policy_node}/change_state", **g)
         self.get_state = self.create_client(GetState, f"{self.policy_node}/get_state", **g)
@@ -163,10 +168,24 @@ class MissionNode(Node):
                                       constraints="one of: off, metadata, contents")
         if self.action_introspection not in ("off", "metadata", "contents"):
             raise ValueError(f"action_introspection must be off, metadata or contents, got {self.action_introspection!r}")
-        self.grasp_source = d("grasp_target_source", "ground_truth", "Where /grasp_target comes from",
-                              constraints="one of: ground_truth, topic")
-        if self.grasp_source not in ("ground_truth", "topic"):
-            raise ValueError(f"grasp_target_source must be ground_truth or topic, got {self.grasp_source!r}")
+        self.grasp_source = d("grasp_target_source", "ground_truth", "Where the grasp target comes from: perception "
+                              "(the grasp_pose service, robot mode), ground_truth (the simulator, a labelled "
+                              "ablation) or topic (another node publishes /grasp_target)",
+                              constraints="one of: perception, ground_truth, topic")
+        if self.grasp_source not in ("perception", "ground_truth", "topic"):
+            raise ValueError(f"grasp_target_source must be perception, ground_truth or topic, got {self.grasp_source!r}")
+        self.grasp_pose_service = d("grasp_pose_service", "/grasp_pose/estimate", "EstimateGraspPose service "
+                                    "(grasp_target_source: perception)")
+        self.estimate_views = d("grasp_pose_views", 3, "Depth frames fused per grasp-pose estimate", min_value=1,
+                                max_value=10)
+        look = d("look_arm_point", [0.25, 0.45, 0.55], "Grasp point in base_link while the head camera looks for "
+                 "the grasp pose (x, y, z), m: the arm out of the camera's view (in the carry pose it hides the table "
+                 "ahead)")
+        if len(look) != 3:
+            raise ValueError("look_arm_point must be (x, y, z)")
+        self.look_arm_point = np.array(look, dtype=float)
+        self.estimate_attempts = d("grasp_pose_attempts", 3, "Grasp-pose estimates tried (waiting a moment between "
+                                   "them) before the grasp is given up", min_value=1, max_value=20)
         self.target_match_radius = d("target_match_radius", 0.3, "Perceived -> ground-truth object match radius, m",
                                      min_value=0.01, max_value=5.0)
         self.grasp_timeout = d("grasp_timeout_s", 14.0, "Time for one lift, s (sim time)", min_value=1.0,
@@ -188,6 +207,7 @@ class MissionNode(Node):
         self.dock_speed = d("dock_speed", 0.12, "Straight docking speed, m/s", min_value=0.01, max_value=1.0)
         self.turn_speed = d("turn_speed", 0.8, "Turn rate when looking around, rad/s", min_value=0.05, max_value=3.0)
         self.base_frame = d("base_frame", "base_link", "Robot base frame")
+        self.odom_frame = d("odom_frame", "odom", "Odometry frame: the grasp target is held in it during a grasp")
         self.map_frame = d("map_frame", "map", "Frame of navigation goals and of the semantic map")
         self.ee_frame = d("ee_frame", "panda_grasptarget", "Grasp point frame")
         self.rate_hz = d("control_rate_hz", 20.0, "Rate of the mission's own arm and docking loops, Hz",
@@ -227,11 +247,22 @@ class MissionNode(Node):
 
     # ------------------------------------------------------------------ outputs
     def _publish_target(self) -> None:
-        """While a target is set: its ground-truth pose in base_link on /grasp_target."""
-        name, odom = self.target_name, self.odom
-        if name is None or odom is None or name not in self.gt:
-            return
-        pos, quat, frame = self.gt[name]
+        """While a grasp runs: the grasp target in the current base_link on /grasp_target.
+
+        ``perception`` (robot mode): the estimate made once before the grasp, held in ``odom`` (the
+        hand hides the object while it works; holding it in odom keeps the arm's nudges of the base
+        from dragging it along) and re-expressed through /tf every control period: what
+        policies/mobile_lift_perceived was trained on. ``ground_truth`` (the simulator-only
+        ablation, policies/mobile_lift): the matched object's true pose, live.
+        """
+        held = self.held_target
+        if held is not None:
+            pos, quat, frame = held[0], held[1], self.odom_frame
+        else:
+            name = self.target_name
+            if name is None or self.odom is None or name not in self.gt:
+                return
+            pos, quat, frame = self.gt[name]
         try:
             p_base, q_base = to_frame(self.tf, pos, quat, frame, self.base_frame)
         except KeyError as exc:
@@ -327,6 +358,10 @@ class MissionNode(Node):
         return out
 
 
+class GraspRefused(Exception):
+    """The grasp pose could not be estimated (TARGET_NOT_VISIBLE, POSE_UNCERTAIN, ...): no blind grasp."""
+
+
 class RosPorts:
     """:class:`rlstack_mission.fetch.RobotPorts` through ROS (runs in the action's thread)."""
 
@@ -375,6 +410,7 @@ class RosPorts:
     def stop_all(self) -> None:
         """Leave the robot still: no grasp target, base stopped, lift controller inactive."""
         self.n.target_name = None
+        self.n.held_target = None
         try:
             self.n.cmd_pub.publish(Twist())
             self._policy_transition(Transition.TRANSITION_DEACTIVATE, quiet=True)
@@ -586,27 +622,88 @@ class RosPorts:
             return None if entry is None else float(entry[0][2])
         return None
 
+    def _perceived_pose(self, target: Match) -> Tuple[np.ndarray, np.ndarray, str]:
+        """The grasp_pose service's estimate of ``target`` (position, quaternion, frame); up to
+        ``grasp_pose_attempts`` tries, the robot still, then GraspRefused with the last reason."""
+        client = self.n.grasp_pose_client
+        if not client.wait_for_service(timeout_sec=10.0):
+            raise MissionAborted(FetchCode.ERROR, f"the grasp pose service {self.n.grasp_pose_service} is not up")
+        req = EstimateGraspPose.Request(views=self.n.estimate_views)
+        req.hint.header.frame_id = self.n.map_frame
+        req.hint.point.x, req.hint.point.y, req.hint.point.z = target.x, target.y, target.z
+        reason = ""
+        for attempt in range(self.n.estimate_attempts):
+            if attempt:
+                self._sim_sleep(0.3)   # fresh frames (new depth noise) before the next look
+            reply = self._wait_future(client.call_async(req), 10.0, "grasp pose estimate")
+            if reply.ok:
+                p, q = reply.pose.pose.position, reply.pose.pose.orientation
+                return (np.array([p.x, p.y, p.z]), np.array([q.x, q.y, q.z, q.w]),
+                        reply.pose.header.frame_id or self.n.base_frame)
+            reason = reply.reason
+            self.n.get_logger().warning(f"grasp pose of '{target.label}', try {attempt + 1}: {reason}")
+        raise GraspRefused(reason or "no estimate")
+
+    def _hold_target_estimate(self, target: Match) -> None:
+        """Robot mode: look (the arm out of the camera's view), estimate the grasp pose, hold it in odom."""
+        self.n.held_target = None
+        self._move_ee(self.n.look_arm_point, 4.0, gripper_open=True)
+        self._sim_sleep(0.3)   # frames taken with the arm away
+        try:
+            pos, quat, frame = self._perceived_pose(target)
+        finally:
+            self._move_ee(self.n.carry_point, 4.0, gripper_open=True)   # where the lift policy starts
+        try:
+            self.n.held_target = to_frame(self.n.tf, pos, quat, frame, self.n.odom_frame)
+        except KeyError as exc:
+            raise MissionAborted(FetchCode.ERROR, f"cannot hold the grasp target in '{self.n.odom_frame}': {exc}")
+
     def grasp(self, target: Match) -> GraspOutcome:
+        """Run the lift controller and judge the lift.
+
+        ``perception`` (robot mode): the grasp pose is estimated first (no estimate: this attempt
+        fails with the reason, never a blind grasp); the lift is judged from the robot's own
+        signals: the fingers closed on something (between ``min_finger_width`` and
+        ``open_finger_width``) and the grasp point ``lift_height`` above where they closed, held
+        ``hold_s``. ``ground_truth`` (the ablation): the object's true height rose ``lift_height``
+        with the fingers closed on something.
+        """
         name = self._resolve_target(target)
         if self.n.grasp_source == "ground_truth" and not name:
             return GraspOutcome(False, f"no object within {self.n.target_match_radius:g} m of the perceived "
                                 f"'{target.label}' (a false detection?)")
         self.n.target_name = name or None
+        if self.n.grasp_source == "perception":
+            try:
+                self._hold_target_estimate(target)
+            except GraspRefused as exc:
+                return GraspOutcome(False, f"no grasp pose: {exc}")
         self._sim_sleep(2 * self.period)  # the policy sees a fresh target before it starts
         rest_z = self._target_height(name)
         self._start_policy()
         t0 = self._sim_now()
         held_since: Optional[float] = None
+        closed_z: Optional[float] = None   # grasp point height where the fingers closed on something
         best_lift = 0.0
         try:
             while True:
                 self._check_cancel()
                 now = self._sim_now()
-                z = self._target_height(name)
-                lift = (z - rest_z) if (z is not None and rest_z is not None) else 0.0
+                if rest_z is not None:    # ablation: the simulator's height of the object
+                    z = self._target_height(name)
+                    lift = (z - rest_z) if z is not None else 0.0
+                    gripping = self.n.holding
+                else:                     # robot mode: fingers and grasp point only
+                    width = self.n.fingers
+                    gripping = width is not None and self.n.min_finger_width < width < self.n.open_finger_width
+                    ee_z = float(self._ee()[2])
+                    if not gripping:
+                        closed_z = None   # opened again (a retry) or closed on nothing
+                    elif closed_z is None:
+                        closed_z = ee_z
+                    lift = ee_z - closed_z if closed_z is not None else 0.0
                 best_lift = max(best_lift, lift)
-                holding = self.n.holding
-                if lift >= self.n.lift_height and holding:
+                if gripping and lift >= self.n.lift_height:
                     held_since = now if held_since is None else held_since
                     if now - held_since >= self.n.hold_s:
                         return GraspOutcome(True, f"lifted {lift * 100:.0f} cm")
@@ -618,6 +715,7 @@ class RosPorts:
                 time.sleep(self.period)
         finally:
             self._policy_transition(Transition.TRANSITION_DEACTIVATE, quiet=True)
+            self.n.held_target = None
 
     def _move_ee(self, goal: np.ndarray, timeout_s: float, gripper_open: Optional[bool]) -> bool:
         t_end = self._sim_now() + timeout_s
@@ -640,6 +738,7 @@ class RosPorts:
 
     def recover_arm(self) -> None:
         self.n.target_name = None
+        self.n.held_target = None
         self.n.gripper_pub.publish(Bool(data=True))
         self._sim_sleep(0.5)
         up = self._ee() + np.array([0.0, 0.0, 0.10])

@@ -269,8 +269,10 @@ def fuse_estimates(estimates: Sequence[GraspPose], max_spread_m: float = 0.015,
     4 x yaw) and say whether they agree within ``max_spread_m`` / ``max_spread_yaw``."""
     good = [e for e in estimates if e.ok]
     if not good:
-        reasons = "; ".join(sorted({e.reason.split(":")[0] for e in estimates})) or TARGET_NOT_VISIBLE
-        return FusedGraspPose(GraspPose(False, f"no usable view ({reasons})"), False, math.inf, math.inf, 0)
+        codes = sorted({e.reason.split(":")[0] for e in estimates}) or [TARGET_NOT_VISIBLE]
+        detail = "; ".join(e.reason for e in estimates[:3])
+        return FusedGraspPose(GraspPose(False, f"{codes[0]}: no usable view of {len(estimates)} ({detail})"),
+                              False, math.inf, math.inf, 0)
     w = np.array([max(e.quality, 1e-3) for e in good])
     centre = np.average(np.array([e.centre for e in good]), axis=0, weights=w)
     symmetric = sum(e.symmetric for e in good) * 2 > len(good)
