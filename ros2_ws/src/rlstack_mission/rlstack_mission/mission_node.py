@@ -8,7 +8,7 @@ Calls       /semantic_map/query (rlstack_interfaces/srv/QueryObjects)
             /<policy_node>/change_state, get_state (lifecycle_msgs): the lift controller
 Subscribes  /odom, /map (latched), /tf, /tf_static, /joint_states,
             /sim_ground_truth/markers (sim only: the grasp target's pose, see below)
-Publishes   /grasp_target (geometry_msgs/PoseStamped in base_link, 20 Hz while grasping: the held estimate),
+Publishes   /grasp_target (geometry_msgs/PoseStamped in base_link, 20 Hz while a target is set: see below),
             /fetch/dropoff (PoseStamped, latched), /cmd_vel (only the short straight docking
             moves), /arm/ee_delta + /arm/gripper (carry pose, recovery, drop), /diagnostics
 
