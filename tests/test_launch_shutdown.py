@@ -91,6 +91,23 @@ def test_smoke_graph(ros_processes, ros_probe, tmp_path):
     _assert_clean_stop(runner, ["smoke_talker", "smoke_map"])
 
 
+def test_sigusr1_prints_every_nodes_stacks_and_the_graph_runs_on(ros_processes, ros_probe, tmp_path):
+    """The stall report: SIGUSR1 to the runner makes every node print its threads' stacks (the
+    fetch system test does this when a graph stops answering); nothing stops, and Ctrl-C still
+    ends the graph cleanly afterwards."""
+    runner = _start(ros_processes, tmp_path, "smoke.launch.yaml")
+    round_trips = ros_probe.subscribe("/smoke/smoke_talker/round_trips", UInt32, 10)
+    _wait_busy(ros_probe, runner, "round trips", lambda: len(round_trips) >= 2)
+    runner.dump_stacks(settle_s=0.0)
+    ros_probe.spin_until(lambda: runner.log_text().count("most recent call first") >= 2, 10.0,
+                         "a stack dump from each of the two nodes")
+    assert "spin_until_stopped" in runner.log_text()          # where an idle node waits: its spin loop
+    seen = len(round_trips)
+    _wait_busy(ros_probe, runner, "round trips after the dump", lambda: len(round_trips) >= seen + 2, timeout=20.0)
+    _interrupt_like_a_terminal(runner)
+    _assert_clean_stop(runner, ["smoke_talker", "smoke_map"])
+
+
 def test_sim_graph_with_cameras_rendering(ros_processes, ros_probe, tmp_path):
     runner = _start(ros_processes, tmp_path, "sim.launch.yaml", scene="home")
     _wait_busy(ros_probe, runner, "camera frames", _received(ros_probe, "/head_camera/image_raw", Image, 3))

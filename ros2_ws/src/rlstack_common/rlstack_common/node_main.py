@@ -131,6 +131,23 @@ class StopFlag:
         return self.event.is_set()
 
 
+#: ``kill -USR1 <pid>`` prints where every thread of a node is, and the node keeps running
+STACK_DUMP_SIGNAL = signal.SIGUSR1
+
+
+def register_stack_dump() -> None:
+    """Print every thread's Python stack to stderr on SIGUSR1, without stopping the node.
+
+    For a node that stops answering: the test harness (``ProcessGroup.dump_stacks``) and the
+    runner (which forwards SIGUSR1 to every node it started) use it when a graph stalls, so the
+    report says where each node was stuck instead of only that it was.
+    """
+    import faulthandler
+
+    if threading.current_thread() is threading.main_thread():
+        faulthandler.register(STACK_DUMP_SIGNAL, file=sys.stderr, all_threads=True, chain=False)
+
+
 def spin_until_stopped(node: Node, executor: Executor, stop: StopFlag, drain_s: float = 5.0) -> None:
     """Spin until ``stop`` is set (or rclpy shuts down), then let the node wind down.
 
@@ -164,6 +181,7 @@ def run_node(factory: Callable[[], Node], args: list[str] | None = None, *,
     """
     if small_messages:
         use_small_message_profile()
+    register_stack_dump()
     with StopFlag() as stop:
         rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
         node = None

@@ -163,12 +163,20 @@ def run_graph(
 
     handled = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     previous = {}
+    children: List[_Child] = []
+
+    def on_stack_dump(_signum: int, _frame: object) -> None:
+        # SIGUSR1: every node prints its threads' stacks (rlstack_common.run_node) and runs on.
+        for child in list(children):
+            if child.proc.poll() is None:
+                _signal_group(child, signal.SIGUSR1)
+
     if threading.current_thread() is threading.main_thread():
         # Installed before any child exists, so a Ctrl-C during start-up is not lost.
         for sig in handled:
             previous[sig] = signal.signal(sig, on_signal)
+        previous[signal.SIGUSR1] = signal.signal(signal.SIGUSR1, on_stack_dump)
 
-    children: List[_Child] = []
     start_error: Optional[LaunchError] = None
     try:
         env = dict(os.environ)

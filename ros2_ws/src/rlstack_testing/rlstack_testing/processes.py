@@ -140,6 +140,19 @@ class NodeProcess:
             self._log_file = None
         return self.popen.wait()
 
+    def dump_stacks(self, settle_s: float = 1.0) -> None:
+        """Ask the process (and, for a runner, every node it started) to print its threads' stacks.
+
+        SIGUSR1: nodes run through ``rlstack_common.run_node`` print and keep running; the runner
+        forwards it. Only for processes that handle it (any other process would die of it).
+        """
+        if self.alive():
+            try:
+                os.killpg(self.popen.pid, signal.SIGUSR1)
+            except ProcessLookupError:
+                return
+            time.sleep(settle_s)
+
     def tail(self, lines: int = 40) -> str:
         return "\n".join(self.log_text().splitlines()[-lines:])
 
