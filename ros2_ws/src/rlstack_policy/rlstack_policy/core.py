@@ -680,31 +680,43 @@ class ActionShaper:
             self.clipped += 1
         cmd = clipped
         if self.last is not None and np.any(np.isfinite(self.max_step)):
-            limited = np.clip(cmd, self.last - self.max_step, self.last + self.max_step)
+            last = np.where(np.isfinite(self.last), self.last, cmd)   # never sent: no rate limit yet
+            limited = np.clip(cmd, last - self.max_step, last + self.max_step)
             if np.any(limited != cmd):
                 self.rate_limited += 1
             cmd = np.clip(limited, self.lo, self.hi)
         return cmd
 
     def safe(self) -> np.ndarray:
+        """The safe command per term. ``hold`` before anything was sent is NaN: "leave the actuator
+        as it is" (:func:`fill_messages` then publishes nothing on that topic). Before, it fell back
+        to 0, which for a gripper (open = value > 0) meant *close*: a node activated with a stale
+        input closed the gripper on its first step."""
         out = []
         for j, mode in enumerate(self.safe_modes):
-            if mode == "hold" and self.last is not None:
-                out.append(self.last[j])
-            elif mode in ("zero", "hold"):
+            if mode == "hold":
+                out.append(self.last[j] if self.last is not None else math.nan)
+            elif mode == "zero":
                 out.append(0.0)
             else:
                 out.append(float(mode))
-        return np.clip(np.array(out, dtype=np.float64), self.lo, self.hi)
+        cmd = np.array(out, dtype=np.float64)
+        return np.where(np.isfinite(cmd), np.clip(cmd, self.lo, self.hi), cmd)
 
     def commit(self, cmd: np.ndarray) -> None:
         self.last = np.array(cmd, dtype=np.float64)
 
 
 def fill_messages(plan: ActPlan, cmd: np.ndarray, factories: Mapping[str, Callable[[], Any]]) -> Dict[str, Any]:
-    """One message per action topic with every term's field set (types cast to the field's)."""
-    msgs = {topic: factories[topic]() for topic in plan.topics}
+    """One message per action topic with every term's field set (types cast to the field's).
+
+    A topic with a NaN term (a ``hold`` safe action before anything was sent) gets no message:
+    a half-known command is not sent."""
+    unknown = {t.topic for t, value in zip(plan.terms, cmd) if not math.isfinite(float(value))}
+    msgs = {topic: factories[topic]() for topic in plan.topics if topic not in unknown}
     for t, value in zip(plan.terms, cmd):
+        if t.topic in unknown:
+            continue
         obj = msgs[t.topic]
         for step in t.path[:-1]:
             obj = getattr(obj, step.name)

@@ -354,7 +354,7 @@ class PolicyNode(LifecycleNode):
         loaded = self._loaded
         for topic, msg in core.fill_messages(loaded.act_plan, cmd, self._factories).items():
             self._pubs[topic].publish(msg)
-        loaded.shaper.commit(cmd)
+        loaded.shaper.commit(cmd)   # NaN (held, never sent) stays NaN until a real command
 
     # ------------------------------------------------------------------ swaps
     def _on_params(self, params: List[Parameter]) -> SetParametersResult:

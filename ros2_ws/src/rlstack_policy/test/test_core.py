@@ -310,11 +310,14 @@ def test_rate_limit_per_period():
 
 def test_safe_action_zero_hold_number():
     s = _shaper(BALL, safe=["hold", "zero"], key_indices={"ball": 0})
-    assert s.safe().tolist() == [0.0, 0.0]          # hold before any command: zero
+    first = s.safe()
+    assert math.isnan(first[0]) and first[1] == 0.0  # hold before any command: unknown, not 0
+    s.commit(first)
+    assert math.isnan(s.safe()[0])                   # still unknown until a real command
     s.commit(np.array([0.1, -0.2]))
     assert s.safe().tolist() == [0.1, 0.0]
     s = _shaper(BALL, safe=["0.05", "hold"], key_indices={"ball": 0})
-    assert s.safe().tolist() == [0.05, 0.0]
+    assert s.safe()[0] == 0.05 and math.isnan(s.safe()[1])
     with pytest.raises(core.SpecError, match="outside its limits"):
         _shaper(BALL, safe=["1.0", "hold"], key_indices={"ball": 0})
     with pytest.raises(core.SpecError, match="zero, hold or a number"):

@@ -74,6 +74,10 @@ def test_gripper_safe_action_is_hold():
     safe = core.parse_safe([], act, IO)
     assert safe == ["zero", "zero", "zero", "hold"]
     s = core.ActionShaper(act, IO["control_rate_hz"], core.parse_max_rate([], act, IO), safe)
+    # before the first command, "hold" leaves the gripper alone: no /arm/gripper message at all
+    # (it used to send 0, i.e. close, on a first step with a stale input)
+    first = core.fill_messages(act, s.safe(), {"/arm/ee_delta": Vector3, "/arm/gripper": Bool})
+    assert set(first) == {"/arm/ee_delta"}
     cmd = s.command(np.array([0.5, -0.2, 1.0, -1.0], np.float32))   # moving, gripper closed (carrying)
     s.commit(cmd)
     stop = s.safe()
