@@ -71,3 +71,6 @@ def test_grasp_pose_service_refuses_with_a_reason(graph):
     req.hint.point.x = float("nan")
     reply = probe.call(EstimateGraspPose, "/grasp_pose/estimate", req, timeout=30)
     assert not reply.ok and reply.reason.startswith("BAD_INPUT"), reply.reason
+    req.hint.point.x, req.frame_id = 0.6, "no_such_frame"
+    reply = probe.call(EstimateGraspPose, "/grasp_pose/estimate", req, timeout=30)
+    assert not reply.ok and reply.reason.startswith("BAD_INPUT") and "no_such_frame" in reply.reason, reply.reason

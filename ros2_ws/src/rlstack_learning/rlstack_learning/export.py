@@ -27,6 +27,10 @@ from .envs import ENVS, EVAL_SEED_BASE
 from .onnx_export import exportable, sb3_deterministic_action, to_onnx_bytes
 
 
+#: largest |ONNX - SB3| action difference accepted at export
+EXPORT_TOLERANCE = 1e-4
+
+
 def max_export_error(model, vecnorm, onnx_bytes: bytes, n_obs: int, n: int = 1000, seed: int = 0) -> float:
     """Largest |ONNX - SB3| over ``n`` random observations (N(0, 1) scaled by the running std when known)."""
     import onnxruntime as ort
@@ -149,8 +153,11 @@ def export_run(run_dir: str, dest: str, which: str = "best", episodes: int = 100
     n_obs = len(env_cls.obs_terms)
     onnx_bytes = to_onnx_bytes(module, n_obs)
     err = max_export_error(model, vecnorm if obs_rms is not None else None, onnx_bytes, n_obs)
-    if err > 1e-5:
-        raise RuntimeError(f"ONNX export differs from the SB3 policy by {err:.3g} (> 1e-5)")
+    # float32 rounding through the network with the normalisation folded in: up to ~2e-5 seen (the
+    # robot-mode lift, 256x256); 1e-4 of an action in [-1, 1] is far below anything a controller
+    # or a test can tell apart (1.5 um of a lift step). A real export bug is orders larger.
+    if err > EXPORT_TOLERANCE:
+        raise RuntimeError(f"ONNX export differs from the SB3 policy by {err:.3g} (> {EXPORT_TOLERANCE:g})")
     io = env_cls.io_descriptor()
     name = bundle_name or os.path.basename(os.path.normpath(dest))
     prov = {

@@ -31,10 +31,10 @@ def test_io_descriptor_reads_no_simulator_truth():
     io = MobileLiftPerceivedEnv.io_descriptor()
     names = [t["name"] for t in io["observation"]]
     assert names == ["ee_x", "ee_y", "ee_z", "finger_width", "target_x", "target_y", "target_z",
-                     "target_yaw_sin4", "target_yaw_cos4", "ee_to_target_dist"]
+                     "target_yaw_sin4", "target_yaw_cos4", "ee_to_target_dist", "gripper_command_open"]
     assert not any(t["source"]["topic"].startswith("/sim_ground_truth") for t in io["observation"])
     assert not any("constant" in t["source"].get("derive", {}) for t in io["observation"])
-    assert {t["source"]["topic"] for t in io["observation"]} == {"/tf", "/joint_states", "/grasp_target"}
+    assert {t["source"]["topic"] for t in io["observation"]} == {"/tf", "/joint_states", "/grasp_target", "/arm/gripper"}
     assert "held" in io["observation"][4]["description"]
 
 
@@ -54,7 +54,7 @@ def _independent_raw(env):
     read = {"ee_x": ee, "ee_y": ee, "ee_z": ee,
             "finger_width": [js.position[names.index(j)] for j in ("panda_finger_joint1", "panda_finger_joint2")],
             "target_x": pos[0], "target_y": pos[1], "target_z": pos[2],
-            "target_yaw_sin4": quat, "target_yaw_cos4": quat}
+            "target_yaw_sin4": quat, "target_yaw_cos4": quat, "gripper_command_open": float(env._sent_open)}
     return np.array(ops.raw_vector(MobileLiftPerceivedEnv.obs_terms, read))
 
 
@@ -65,8 +65,10 @@ def test_observation_equals_derive_ops_also_after_driving(env):
         np.testing.assert_allclose(obs, _independent_raw(env), atol=2e-6, rtol=0)
         for i in range(15):
             env.sim.set_base_velocity(*((0.3, 0.8) if i < 10 else (0.0, 0.0)))
-            obs, *_ = env.step(rng.uniform(-1, 1, 4).astype(np.float32))
+            action = rng.uniform(-1, 1, 4).astype(np.float32)
+            obs, *_ = env.step(action)
             np.testing.assert_allclose(obs, _independent_raw(env), atol=2e-6, rtol=0)
+            assert obs[10] == float(action[3] > 0)    # the command just sent on /arm/gripper
 
 
 def test_estimate_is_drawn_once_and_held_in_odom():
@@ -150,3 +152,44 @@ def test_shipped_bundle_matches_the_terms_and_meets_the_bar():
     ev = b.evaluation
     assert ev["episodes"] >= 100
     assert ev["nominal"]["success_rate"] >= 0.95 and ev["randomized"]["success_rate"] >= 0.95
+
+
+def _obs(ee, width, target, commanded_open):
+    ee, target = np.asarray(ee, float), np.asarray(target, float)
+    return np.array([*ee, width, *target, 0.0, 1.0, np.linalg.norm(ee - target), float(commanded_open)], np.float32)
+
+
+def test_expert_reads_its_phase_from_the_observation_alone():
+    """The same observation gives the same action (no hidden state), and each phase is decided by
+    the gripper's last command and the fingers: what a cloned policy can see too."""
+    act = perceived_expert()
+    t = [0.6, 0.0, 0.045]
+    far = _obs([0.4, 0.1, 0.2], 0.08, t, True)
+    np.testing.assert_array_equal(act(far), act(far))
+    assert act(far)[3] > 0 and act(far)[0] > 0                                   # open, towards the target
+    # commanded open, low over the target but 12 mm off its axis: rise while centring (no blind descent)
+    off_axis = act(_obs([0.612, 0.0, 0.075], 0.08, t, True))
+    assert off_axis[0] < 0 and off_axis[2] > 0
+    assert act(_obs([0.6, 0.0, 0.049], 0.08, t, True))[3] < 0                    # at the grasp point: close
+    closing = act(_obs([0.6, 0.0, 0.049], 0.078, t, False))
+    assert closing[3] < 0 and np.allclose(closing[:3], 0.0)                     # fingers closing: stay
+    lifting = act(_obs([0.6, 0.0, 0.049], 0.051, t, False))
+    assert lifting[3] < 0 and lifting[2] == pytest.approx(1.0)                  # closed on the cube: lift
+    empty = act(_obs([0.6, 0.0, 0.049], 0.002, t, False))
+    assert empty[3] > 0 and empty[2] > 0                                        # closed on nothing: open, rise
+    # a close command while fully open well above the object (a safe-action close): open again
+    assert act(_obs([0.6, 0.0, 0.2], 0.08, t, False))[3] > 0
+
+
+@pytest.mark.parametrize("delay", [1, 2])
+def test_expert_tolerates_the_arm_running_behind(delay):
+    """Over ROS the arm runs a step or two behind the command; the expert still lifts."""
+    from rlstack_learning.evaluate import run_episodes
+
+    lagging = MobileLiftPerceivedEnv(randomize={"mass_scale": (1.0, 1.0), "friction_scale": (1.0, 1.0),
+                                                "action_delay_steps": (delay, delay), "obs_noise_scale": 0.0})
+    try:
+        res = run_episodes(lagging, perceived_expert(lagging), [EVAL + i for i in range(4)])
+    finally:
+        lagging.close()
+    assert res["success_rate"] >= 0.75, res

@@ -628,7 +628,10 @@ class RosPorts:
         client = self.n.grasp_pose_client
         if not client.wait_for_service(timeout_sec=10.0):
             raise MissionAborted(FetchCode.ERROR, f"the grasp pose service {self.n.grasp_pose_service} is not up")
-        req = EstimateGraspPose.Request(views=self.n.estimate_views)
+        # Answered in odom, each view transformed at its own image time: the arm's move back from
+        # the look pose turns the base a little, and the latest base_link -> odom put the held
+        # target 2-3 cm off the object (measured; rlstack_perception.grasp_pose.in_frame).
+        req = EstimateGraspPose.Request(views=self.n.estimate_views, frame_id=self.n.odom_frame)
         req.hint.header.frame_id = self.n.map_frame
         req.hint.point.x, req.hint.point.y, req.hint.point.z = target.x, target.y, target.z
         reason = ""
@@ -680,7 +683,12 @@ class RosPorts:
                 return GraspOutcome(False, f"no grasp pose: {exc}")
         self._sim_sleep(2 * self.period)  # the policy sees a fresh target before it starts
         rest_z = self._target_height(name)
+        # The robot-mode lift reads the gripper's last command (/arm/gripper) to know whether it has
+        # closed yet: hand over with a fresh "open" (again once active: a node configured just now
+        # had no subscription yet for the first one).
+        self.n.gripper_pub.publish(Bool(data=True))
         self._start_policy()
+        self.n.gripper_pub.publish(Bool(data=True))
         t0 = self._sim_now()
         held_since: Optional[float] = None
         closed_z: Optional[float] = None   # grasp point height where the fingers closed on something

@@ -28,6 +28,7 @@ whether they agree.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
@@ -77,6 +78,25 @@ class GraspPose:
     def quaternion(self) -> Tuple[float, float, float, float]:
         """``(x, y, z, w)`` of the yaw about the frame's z axis."""
         return (0.0, 0.0, math.sin(self.yaw / 2.0), math.cos(self.yaw / 2.0))
+
+
+def in_frame(estimate: GraspPose, rotation: np.ndarray, translation: np.ndarray) -> GraspPose:
+    """``estimate`` expressed in another frame with the same vertical (``p' = R p + t``, R a yaw).
+
+    Why: an estimate is made in ``base_link`` *at the image's time*. A caller that holds it while
+    the robot moves (the fetch holds it in ``odom`` while the arm works) must transform it with the
+    transform of that same instant: moving the arm out of the camera's view and back turns the
+    base by ~1-2 deg and shifts it by ~1 cm, and the latest transform put the held target 2-3 cm
+    off the cube (measured in the demo: fingers closed on nothing).
+    """
+    if not estimate.ok:
+        return estimate
+    r = np.asarray(rotation, dtype=np.float64)
+    t = np.asarray(translation, dtype=np.float64)
+    dyaw = math.atan2(r[1, 0], r[0, 0])
+    return dataclasses.replace(estimate, centre=r @ estimate.centre + t,
+                               yaw=estimate.yaw if estimate.symmetric else wrap_quarter(estimate.yaw + dyaw),
+                               support_height=float(estimate.support_height + t[2]))
 
 
 def wrap_quarter(yaw: float) -> float:

@@ -32,7 +32,7 @@ from tf2_msgs.msg import TFMessage
 from rlstack_common import declare_parameter, run_node
 from rlstack_interfaces.srv import EstimateGraspPose
 from rlstack_perception.frame import Frame, FrameError
-from rlstack_perception.grasp_pose import BAD_INPUT, GraspPoseConfig, estimate_grasp_pose, fuse_estimates
+from rlstack_perception.grasp_pose import BAD_INPUT, GraspPoseConfig, estimate_grasp_pose, fuse_estimates, in_frame
 from rlstack_perception.node import image_array, secs, to_time
 from rlstack_perception.tf_buffer import TfBuffer
 
@@ -121,10 +121,10 @@ class GraspPoseNode(Node):
 
     def _estimate(self, request, response):
         self.counts["requests"] += 1
-        out_frame = request.frame_id or self.output_frame
-        if out_frame != self.output_frame:
-            return self._answer(response, f"{BAD_INPUT}: answers are in '{self.output_frame}' only "
-                                          f"(asked for '{out_frame}')")
+        out_frame = (request.frame_id or self.output_frame).lstrip("/")
+        if out_frame != self.output_frame and not self.tf.can_transform(out_frame, self.output_frame):
+            return self._answer(response, f"{BAD_INPUT}: no transform from '{self.output_frame}' to the asked "
+                                          f"frame '{out_frame}'")
         h = request.hint
         hint = np.array([h.point.x, h.point.y, h.point.z], dtype=np.float64)
         if not np.all(np.isfinite(hint)):
@@ -144,7 +144,15 @@ class GraspPoseNode(Node):
             if latest - secs(msg.header.stamp) > self.max_age:
                 continue
             try:
-                estimates.append(estimate_grasp_pose(self._frame(msg), hint, self.config))
+                est = estimate_grasp_pose(self._frame(msg), hint, self.config)
+                if out_frame != self.output_frame:
+                    # each view at its own instant: the base may have moved between views
+                    try:
+                        r, t = self.tf.lookup(out_frame, self.output_frame, secs(msg.header.stamp))
+                    except LookupError as exc:
+                        raise FrameError("unknown_frame", str(exc)) from None
+                    est = in_frame(est, r, t)
+                estimates.append(est)
             except FrameError as exc:
                 self.counts[f"skipped_{exc.kind}"] += 1
                 skipped.append(str(exc))
@@ -157,7 +165,7 @@ class GraspPoseNode(Node):
         if not est.ok:
             return self._answer(response, est.reason)
         response.ok, response.reason = True, ""
-        response.pose.header.frame_id = self.output_frame
+        response.pose.header.frame_id = out_frame
         response.pose.header.stamp = to_time(latest)
         (response.pose.pose.position.x, response.pose.pose.position.y,
          response.pose.pose.position.z) = (float(v) for v in est.centre)

@@ -119,3 +119,19 @@ def test_fuse_agreeing_and_disagreeing_views():
     assert not f.consistent and f.pose.reason.startswith(POSE_UNCERTAIN)
     f = fuse_estimates([_pose([0, 0, 0], ok=False)])
     assert not f.pose.ok and f.views == 0 and TARGET_NOT_VISIBLE in f.pose.reason
+
+
+def test_in_frame_moves_centre_yaw_and_support_with_the_transform():
+    """An estimate in base_link at the image's time, expressed in odom with that instant's transform."""
+    from rlstack_perception.grasp_pose import in_frame
+
+    a = math.radians(30.0)
+    r = np.array([[math.cos(a), -math.sin(a), 0.0], [math.sin(a), math.cos(a), 0.0], [0.0, 0.0, 1.0]])
+    t = np.array([2.0, -1.0, 0.08])
+    est = in_frame(_pose([0.5, 0.1, 0.445], yaw=math.radians(20)), r, t)
+    np.testing.assert_allclose(est.centre, r @ [0.5, 0.1, 0.445] + t, atol=1e-12)
+    assert est.yaw == pytest.approx(math.radians(50 - 90), abs=1e-9)      # 20 + 30 deg, mod 90 into [-45, 45)
+    assert est.support_height == pytest.approx(0.58)
+    assert in_frame(_pose([0.5, 0.1, 0.4], yaw=0.0, symmetric=True), r, t).yaw == 0.0   # round: no yaw
+    refused = _pose([0, 0, 0], ok=False)
+    assert in_frame(refused, r, t) is refused

@@ -15,24 +15,27 @@ point's height above the held estimate and the finger opening (a 5 cm cube keeps
   ``base_link`` every step. Held in odom, not in base_link: the arm's motion nudges the base (by
   several cm over an episode, measured), and a pose frozen in base_link drifts off the cube. A
   robot does the same with /tf's ``odom -> base_link``.
-* Observation (10): grasp point x/y/z (``/tf``), finger opening (``/joint_states``), the held
+* Observation (11): grasp point x/y/z (``/tf``), finger opening (``/joint_states``), the held
   estimate's x/y/z and yaw (sin/cos 4 x yaw) from ``/grasp_target``, grasp-point-to-estimate
-  distance. No "height still to lift" term: with a held target it never changes; the policy reads
-  the lift from ``ee_z - target_z``, so no table-height constant is built in either.
+  distance, and the gripper's last command (``/arm/gripper``, what the controller itself last
+  sent: a policy without memory cannot otherwise tell "about to close" from "closing" or "closed
+  on nothing" from "opening again"). No "height still to lift" term: with a held target it never
+  changes; the policy reads the lift from ``ee_z - target_z``, so no table-height constant is
+  built in either.
 * Success is judged from the simulator's truth (the evaluator's view): the true cube centre
   ``LIFT_HEIGHT`` above where it lay, for ``HOLD_STEPS``.
 * ``target_source="live"`` gives the true pose every step instead (the simulator-only design,
   kept for the ablation).
 
-:func:`perceived_expert` acts on the policy's own observation only, so a policy cloned from it can
-do what it does. Measured (100 episodes each, evaluation seeds, no DR; ``python -m
+:func:`perceived_expert` is a function of the policy's own observation alone (no hidden phase), so a
+policy cloned from it can do what it does, and DAgger's labels on the policy's own states are
+consistent. Measured (100 episodes each, evaluation seeds, no DR; ``python -m
 rlstack_learning.envs.mobile_lift_perceived --xy-std S``): its success falls with the estimate's
 error along the fingers' axis, because the end-effector deltas keep a fixed gripper yaw and a cube
 near 45 deg leaves ~5 mm between its corner and an open finger; see docs/training.md.
 
-Status: this env is the robot-mode successor of ``mobile_lift``; the shipped ``policies/mobile_lift``
-bundle and the fetch mission still use the live design until a policy trained here meets the bar
-with the estimator's measured error (docs/mission.md, "Robot mode").
+Status: the robot-mode successor of ``mobile_lift``: ``policies/mobile_lift_perceived`` is trained
+here and served by the fetch in robot mode; ``policies/mobile_lift`` (live design) is the ablation.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from typing import Optional, Tuple
 import numpy as np
 
 from .. import derive as ops
-from ..terms import ObsTerm
+from ..terms import ObsTerm, Source
 from .lift import HOLD_HEIGHT, HOLD_STEPS, LIFT_HEIGHT, MAX_DELTA
 from .mobile_lift import BASE_FRAME, MobileLiftEnv, _inverse, in_base_frame
 
@@ -97,7 +100,10 @@ def _without_lift_term(terms) -> Tuple[ObsTerm, ...]:
 class MobileLiftPerceivedEnv(MobileLiftEnv):
     task_name = "mobile_lift_perceived"
     env_id = "RlStack/MobileLiftPerceived-v0"
-    obs_terms = _without_lift_term(MobileLiftEnv.obs_terms)
+    obs_terms = _without_lift_term(MobileLiftEnv.obs_terms) + (
+        ObsTerm("gripper_command_open", "1", "panda_hand", Source("/arm/gripper", "std_msgs/msg/Bool", "data"),
+                description="the gripper's last command (1 open, 0 closed), as sent on /arm/gripper"),
+    )
     io_notes = (
         "/grasp_target (geometry_msgs/msg/PoseStamped, header.frame_id base_link): the target's centre pose in "
         "base_link as estimated before the grasp (position, and the yaw about base_link z, mod 90 deg), then HELD "
@@ -106,6 +112,10 @@ class MobileLiftPerceivedEnv(MobileLiftEnv):
         "No table-height constant: the lift is read from the grasp point's height above the held estimate.",
         "Trained for a base parked with the target 0.44-0.76 m ahead of base_link and |y| <= 0.25 m, any yaw; "
         "keep the base still (cmd_vel zero) while the policy runs.",
+        "/arm/gripper is read as well as written: the observation holds the gripper's last command (the policy's "
+        "own, or whoever sent one before it). Publish std_msgs/Bool true (open) just before activating the node, "
+        "as the fetch mission does; the policy re-opens a gripper it finds commanded closed while fully open above "
+        "the object.",
     )
     success_definition = (f"the target cube's true centre stays at least {LIFT_HEIGHT * 100:g} cm above where it lay "
                           f"for {HOLD_STEPS} consecutive control steps ({HOLD_STEPS / 20:g} s) within 160 steps (8 s), "
@@ -119,9 +129,12 @@ class MobileLiftPerceivedEnv(MobileLiftEnv):
         "with depth noise is what training draws: PerceptionError); larger estimation errors than that are "
         "outside what was trained. The grasp point comes from forward kinematics (/tf). Trained for one table "
         "height (0.5 m). The contract's end-effector deltas keep a fixed gripper yaw, so cubes near 45 deg are "
-        "grasped on their corners, where an error along the fingers' axis knocks the cube. The policy imitates a "
-        "scripted expert that sees only the policy's own observation: one grasp, a retry from above when the "
-        "fingers close on nothing (on the same held estimate: a knocked cube needs a fresh estimate).")
+        "grasped on their corners, where an error along the fingers' axis knocks the cube. The policy imitates "
+        "(behaviour cloning + DAgger) a controller that is a function of the observation alone: the gripper's last "
+        "command and the finger opening decide whether to approach, close, wait for the fingers or lift; when the "
+        "fingers close on nothing it opens and rises (a knocked cube needs a fresh estimate: the fetch mission "
+        "retries with one). Trained with 0-2 steps of action delay: served over ROS the arm runs a step or two "
+        "behind; longer delays are outside what was trained.")
 
     def __init__(self, target_source: str = "perceived", perception_error=None, **kwargs) -> None:
         """:param target_source: ``perceived`` (held estimate; robot mode) or ``live`` (true pose every step).
@@ -135,8 +148,15 @@ class MobileLiftPerceivedEnv(MobileLiftEnv):
         self._held_target: Optional[Tuple[np.ndarray, Tuple[float, ...]]] = None   # (position, quat) in odom
         super().__init__(**kwargs)
 
+    def step(self, action):
+        # What /arm/gripper carries after this step: the command just sent (it reaches the gripper
+        # after the action delay, as on a robot).
+        self._sent_open = bool(self.action_to_command(action)[3] > 0)
+        return super().step(action)
+
     def _task_reset(self, rng) -> None:
         super()._task_reset(rng)
+        self._sent_open = True   # the mission opens the gripper before it starts the policy
         pos, quat = self.target_pose()
         self._rest_z = float(pos[2])  # success is a lift from where the cube lies
         offset, dyaw = self.perception_error.sample(rng)
@@ -163,7 +183,7 @@ class MobileLiftPerceivedEnv(MobileLiftEnv):
         read = {"ee_x": ee, "ee_y": ee, "ee_z": ee,
                 "finger_width": [js.position[i] for i in self._fingers],
                 "target_x": c[0], "target_y": c[1], "target_z": c[2],
-                "target_yaw_sin4": q, "target_yaw_cos4": q}
+                "target_yaw_sin4": q, "target_yaw_cos4": q, "gripper_command_open": float(self._sent_open)}
         return np.array(ops.raw_vector(self.obs_terms, read), dtype=np.float64)
 
     def _reward_terminated(self, raw, command):
@@ -179,39 +199,67 @@ class MobileLiftPerceivedEnv(MobileLiftEnv):
         return reward, success, {"is_success": success, "lifted": float(lifted), "held_steps": self._held}
 
 
-def perceived_expert(env: MobileLiftPerceivedEnv):
-    """A state machine on the policy's own observation (held estimate + proprioception).
+#: fingers this far apart or more: fully open (a 5 cm cube held across its corners keeps them ~7.1 cm apart)
+OPEN_WIDTH = 0.075
+#: fingers this close or closer: closed on nothing
+EMPTY_WIDTH = 0.01
+#: fingers this far apart or more after a close command: not on the object yet (they close from 8 cm
+#: to a 5 cm cube's faces in ~3 steps, and a cube held across its corners keeps them ~7.1 cm apart)
+CLOSING_WIDTH = 0.072
+#: the expert moves this fraction of the way to its goal per step (< 1: no overshoot with 1-2 steps of lag)
+EXPERT_GAIN = 0.6
 
-    Phases: above the estimate with the gripper open; descend to the estimated centre (aiming 1 cm
-    lower, so the step stays large until the close condition holds); close for 8 steps; lift the
-    grasp point ``HOLD_HEIGHT`` above the estimated centre and hold. A grasp that closes on nothing
-    (fingers under 1 cm apart while lifting) starts over from above.
+
+def perceived_expert(env: Optional[MobileLiftPerceivedEnv] = None):
+    """A controller that is a function of the policy's observation alone: no hidden phase.
+
+    Why Markov: the policy is cloned from this expert, and a policy has no memory. The first
+    expert here was a state machine (approach, descend, close for 8 steps, lift); its clone
+    had to guess the phase from the observation, and over ROS, where the arm runs a step or two
+    behind the command, it closed ~1 cm lower than it ever had in training and then did not
+    lift (docs/mission.md). Here the phase is read from what a robot knows: the gripper's last
+    command (``gripper_command_open``) and the finger opening.
+
+    * gripper commanded open: move above the estimate, then down a funnel (the lower the grasp
+      point, the closer to the estimate's axis it must be), and command close once the grasp
+      point is at the estimate with the fingers fully open;
+    * commanded closed with the fingers still closing at the estimate's height: stay;
+    * commanded closed and holding something: lift the grasp point ``HOLD_HEIGHT`` above the
+      estimate and hold it there;
+    * commanded closed on nothing (fingers < 1 cm), or closed and fully open above the object
+      (e.g. a safe-action close before the first step): open and rise.
+
+    Steps are ``EXPERT_GAIN`` of the way to the goal (then clipped to ``MAX_DELTA``): a
+    dead-beat step overshoots when the arm lags the command.
     """
-    state = {"phase": "approach", "t": 0}
 
     def act(obs):
-        ee, target, width = np.asarray(obs[0:3], np.float64), np.asarray(obs[4:7], np.float64), float(obs[3])
-        if env.steps == 0:
-            state.update(phase="approach", t=0)
-        goal, grip = ee, 1.0
-        if state["phase"] == "lift" and width < 0.01:
-            state.update(phase="approach", t=0)  # closed on nothing: try again from above
-        if state["phase"] == "approach":
-            goal = target + [0.0, 0.0, 0.06]
-            if np.linalg.norm(goal - ee) < 0.01:
-                state["phase"] = "descend"
-        if state["phase"] == "descend":
-            goal = target + [0.0, 0.0, -0.01]
-            if ee[2] - target[2] < 0.008 and np.linalg.norm((target - ee)[:2]) < 0.008:
-                state.update(phase="close", t=0)
-        if state["phase"] == "close":
-            goal, grip = ee, -1.0
-            state["t"] += 1
-            if state["t"] >= 8:
-                state["phase"] = "lift"
-        if state["phase"] == "lift":
-            goal, grip = np.array([ee[0], ee[1], target[2] + HOLD_HEIGHT]), -1.0
-        a = np.clip((goal - ee) / MAX_DELTA, -1.0, 1.0)
+        ee = np.asarray(obs[0:3], np.float64)
+        width = float(obs[3])
+        target = np.asarray(obs[4:7], np.float64)
+        commanded_open = float(obs[10]) > 0.5
+        h = ee[2] - target[2]
+        dxy = float(np.linalg.norm((target - ee)[:2]))
+        above = np.array([target[0], target[1], target[2] + 0.06])
+        if commanded_open:
+            grip = 1.0
+            if width >= OPEN_WIDTH and h < 0.008 and dxy < 0.0065:
+                goal, grip = ee, -1.0                       # at the grasp point, fingers open: close
+            elif width < OPEN_WIDTH and h < 0.03:
+                goal = np.array([ee[0], ee[1], target[2] + 0.06])   # still opening low down: rise
+            else:
+                # funnel: descend only as close as the horizontal error allows
+                reach = float(np.clip((dxy - 0.005) / 0.006, 0.0, 1.0))
+                goal = np.array([target[0], target[1], target[2] - 0.01 + 0.07 * reach])
+        else:
+            grip = -1.0
+            if width < EMPTY_WIDTH or (width >= OPEN_WIDTH and h > 0.02):
+                goal, grip = np.array([ee[0], ee[1], max(ee[2], target[2] + 0.06)]), 1.0
+            elif width >= CLOSING_WIDTH and h < 0.012:
+                goal = ee                                   # fingers still closing: stay
+            else:
+                goal = np.array([ee[0], ee[1], target[2] + HOLD_HEIGHT])
+        a = np.clip(EXPERT_GAIN * (goal - ee) / MAX_DELTA, -1.0, 1.0)
         return np.array([*a, grip], dtype=np.float32)
 
     return act
