@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """`make demo`: "bring me the yellow cube", end to end, headless, on the PyBullet home scene.
 
-1. Starts the full fetch graph through the project's runner (launch/fetch.launch.yaml: sim_bridge
-   in real time, semantic_map, nav_controller, policy_node with policies/mobile_lift, mission)
-   and waits until it answers.
+1. Starts the full fetch graph through the project's runner (launch/fetch.launch.yaml in robot
+   mode: sim_bridge in real time, semantic_map, grasp_pose, nav_controller, policy_node with
+   policies/mobile_lift_perceived, mission; no simulator truth in the robot's loop) and waits until
+   it answers. ``--ground-truth-grasp``: the labelled ablation (grasp on the simulator's pose).
 2. Resets the simulator to the demo layout (seed 3: the home scene's seeded placement of twelve
    objects, the yellow cube on a table; rlstack_mission.layouts), clears the semantic map.
 3. Starts recording: every topic of the fetch into out/demo.mcap (MCAP, ROS 2 profile, CDR, as
@@ -156,8 +157,10 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=DEMO_SEED, help="layout seed (rlstack_mission.layouts)")
     ap.add_argument("--color", default=DEMO_COLOR, choices=COLORS,
                     help="colour of the cube to fetch")
-    ap.add_argument("--robot-mode", action="store_true",
-                    help="the grasp from perception, no simulator truth in the robot's loop (fetch.launch.yaml robot_mode)")
+    ap.add_argument("--ground-truth-grasp", action="store_true",
+                    help="the labelled ablation: grasp on the simulator's live pose (fetch.launch.yaml robot_mode:=false); "
+                         "by default the robot grasps from perception, with no simulator truth in its loop")
+    ap.add_argument("--robot-mode", action="store_true", help=argparse.SUPPRESS)   # the default now; kept for old scripts
     args = ap.parse_args(argv)
     import rclpy
     from rclpy.executors import MultiThreadedExecutor
@@ -175,7 +178,7 @@ def main(argv=None) -> int:
     threading.Thread(target=executor.spin, daemon=True).start()
     report = {"ok": False}
     try:
-        graph_args = {"robot_mode": "true"} if args.robot_mode else {}
+        graph_args = {"robot_mode": "false"} if args.ground_truth_grasp else {}
         with FetchGraph(ROOT, OUT / "demo_graph.log", graph_args) as graph:
             print("[demo] starting the fetch graph (sim_bridge, semantic_map, nav_controller, policy_node, mission)",
                   flush=True)
@@ -211,6 +214,7 @@ def main(argv=None) -> int:
                 "dropoff_error_m": result["dropoff_error_m"],
                 "feedback": result["feedback"],
                 "graph_ready_s": round(ready_s, 1),
+                "mode": "ground-truth grasp (ablation)" if args.ground_truth_grasp else "robot (grasp from perception)",
                 "files": {"video": str(video_path.relative_to(ROOT)), "video_frames": video.writer.frame_count,
                           "mcap": str(mcap_path.relative_to(ROOT)),
                           "mcap_mb": round(mcap_path.stat().st_size / 1e6, 1),

@@ -493,6 +493,12 @@ class PyBulletBackend(SimBackend):
         if not (math.isfinite(linear_x) and math.isfinite(angular_z)):
             raise ValueError(f"base velocity must be finite, got ({linear_x}, {angular_z})")
         self._wheel_control(float(linear_x), float(angular_z))
+        if linear_x or angular_z:
+            # Bullet puts a multibody that rested ~2 s to sleep, and a velocity motor alone does not
+            # wake it (suspected in a fetch whose base stood still under a steady command). A no-op
+            # for an awake body.
+            p.changeDynamics(self._mobile.body, -1, activationState=p.ACTIVATION_STATE_WAKE_UP,
+                             physicsClientId=self._cid)
 
     def _wheel_control(self, linear_x: float, angular_z: float) -> None:
         robot = self._mobile

@@ -31,9 +31,10 @@ def main(argv=None) -> int:
     p.add_argument("--seed-base", type=int, default=0)
     p.add_argument("--out", default=str(ROOT / "out" / "fetch_eval"))
     p.add_argument("--timeout", type=float, default=400.0, help="per fetch, s")
-    p.add_argument("--robot-mode", action="store_true",
-                   help="fetch.launch.yaml robot_mode:=true: the grasp from perception, no simulator truth in the "
-                        "robot's loop (the evaluator still judges from ground truth)")
+    p.add_argument("--ground-truth-grasp", action="store_true",
+                   help="the labelled ablation (fetch.launch.yaml robot_mode:=false): grasp on the simulator's live "
+                        "pose. By default the robot grasps from perception; the evaluator judges from ground truth")
+    p.add_argument("--robot-mode", action="store_true", help=argparse.SUPPRESS)   # the default now
     a = p.parse_args(argv)
 
     import rclpy
@@ -52,7 +53,7 @@ def main(argv=None) -> int:
     episodes = []
     t_start = time.monotonic()
     try:
-        with FetchGraph(ROOT, out / "graph.log", {"robot_mode": "true"} if a.robot_mode else {}) as graph:
+        with FetchGraph(ROOT, out / "graph.log", {"robot_mode": "false"} if a.ground_truth_grasp else {}) as graph:
             ready_s = graph.wait_ready(node)
             print(f"fetch graph ready in {ready_s:.1f} s", flush=True)
             harness = FetchHarness(node)
@@ -83,7 +84,7 @@ def main(argv=None) -> int:
         "phase_means_s": {ph: round(statistics.mean(e["phase_durations"].get(ph, 0.0) for e in ok), 1)
                           for ph in ("LOCATE", "EXPLORE", "NAVIGATE", "GRASP", "RETURN", "DROP")} if ok else {},
         "wall_time_s": round(time.monotonic() - t_start, 1),
-        "mode": "robot (grasp from perception)" if a.robot_mode else "ground-truth grasp",
+        "mode": "ground-truth grasp (ablation)" if a.ground_truth_grasp else "robot (grasp from perception)",
     }
     (out / "results.json").write_text(json.dumps({"summary": summary, "episodes": episodes}, indent=1))
     print(json.dumps(summary, indent=1))

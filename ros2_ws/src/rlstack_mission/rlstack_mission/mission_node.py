@@ -13,12 +13,13 @@ Publishes   /grasp_target (geometry_msgs/PoseStamped in base_link, 20 Hz while a
             moves), /arm/ee_delta + /arm/gripper (carry pose, recovery, drop), /diagnostics
 
 Grasp target: the lift policy reads the object's pose in ``base_link`` on /grasp_target.
-``grasp_target_source: perception`` (robot mode, work in progress): the grasp_pose service
-estimates it once after docking, with the arm out of the camera's view; it is held in ``odom``
-and republished in the current ``base_link``; the lift is judged from finger width and grasp
-point height. ``ground_truth`` (today's default, a simulator-only ablation): the matched
-object's true pose (the nearest ground-truth object to the perceived position, within
-``target_match_radius``), live. ``topic`` leaves /grasp_target to another node. See docs/mission.md.
+``grasp_target_source: perception`` (robot mode, the default): the grasp_pose service estimates
+it once after docking, with the arm out of the camera's view, in ``odom`` at the image's time; it
+is held there and republished in the current ``base_link``; the lift and the release are judged
+from the fingers and the grasp point. ``ground_truth`` (a labelled, simulator-only ablation):
+the matched object's true pose (the nearest ground-truth object to the perceived position,
+within ``target_match_radius``), live. ``topic`` leaves /grasp_target to another node. See
+docs/mission.md.
 
 The action runs in its own thread (MultiThreadedExecutor, reentrant callbacks): the mission is
 a sequence of blocking steps, while topics and service replies keep arriving.
@@ -168,7 +169,7 @@ class MissionNode(Node):
                                       constraints="one of: off, metadata, contents")
         if self.action_introspection not in ("off", "metadata", "contents"):
             raise ValueError(f"action_introspection must be off, metadata or contents, got {self.action_introspection!r}")
-        self.grasp_source = d("grasp_target_source", "ground_truth", "Where the grasp target comes from: perception "
+        self.grasp_source = d("grasp_target_source", "perception", "Where the grasp target comes from: perception "
                               "(the grasp_pose service, robot mode), ground_truth (the simulator, a labelled "
                               "ablation) or topic (another node publishes /grasp_target)",
                               constraints="one of: perception, ground_truth, topic")
@@ -413,7 +414,7 @@ class RosPorts:
         self.n.held_target = None
         try:
             self.n.cmd_pub.publish(Twist())
-            self._policy_transition(Transition.TRANSITION_DEACTIVATE, quiet=True)
+            self._deactivate_policy()
         except Exception:  # noqa: BLE001 - shutting down: handles may already be gone
             pass
 
@@ -585,6 +586,14 @@ class RosPorts:
             state = "inactive"
         if state == "inactive" and not self._policy_transition(Transition.TRANSITION_ACTIVATE):
             raise MissionAborted(FetchCode.ERROR, "the lift controller failed to activate (see its log)")
+        self._policy_active = True
+
+    def _deactivate_policy(self) -> None:
+        """Deactivate the lift controller if this mission activated it (a second deactivate made the
+        policy node log an ERROR, 'Unable to start transition 4', after every fetch)."""
+        if getattr(self, "_policy_active", False):
+            self._policy_active = False
+            self._policy_transition(Transition.TRANSITION_DEACTIVATE, quiet=True)
 
     def _ee(self) -> np.ndarray:
         try:
@@ -722,7 +731,7 @@ class RosPorts:
                     return GraspOutcome(False, f"{why} within {self.n.grasp_timeout:g} s")
                 time.sleep(self.period)
         finally:
-            self._policy_transition(Transition.TRANSITION_DEACTIVATE, quiet=True)
+            self._deactivate_policy()
             self.n.held_target = None
 
     def _move_ee(self, goal: np.ndarray, timeout_s: float, gripper_open: Optional[bool]) -> bool:
@@ -753,11 +762,29 @@ class RosPorts:
         self._move_ee(up, 2.0, gripper_open=True)
         self._move_ee(self.n.carry_point, 4.0, gripper_open=True)
 
+    def _hand_is_empty(self) -> bool:
+        """Robot mode, after opening at the drop-off: close the fingers once more and feel. They close
+        (below ``min_finger_width``) on an empty hand, and stop on an object still wedged there.
+        The gripper is opened again either way."""
+        self.n.gripper_pub.publish(Bool(data=False))
+        self._sim_sleep(0.6)
+        width = self.n.fingers if self.n.fingers is not None else 0.0
+        self.n.gripper_pub.publish(Bool(data=True))
+        self._sim_sleep(0.5)
+        empty = width <= self.n.min_finger_width
+        if not empty:
+            self.n.get_logger().warning(f"release check: the fingers closed only to {width * 100:.1f} cm: the "
+                                        "object is still in the hand")
+        return empty
+
     def release(self) -> GraspOutcome:
         """Open the gripper and check that the object let go.
 
-        Let go means the fingers are seen open (``open_finger_width``) and, where the object's
-        height is known (ground truth in simulation), that it fell away from the hand. A jammed
+        Let go means the fingers are seen open (``open_finger_width``) and that the object left the
+        hand: where its height is known (the ground-truth ablation) it fell ``release_drop``; in
+        robot mode the hand checks by feel: it closes once more, and fingers that stop on
+        something (wider than ``min_finger_width``) mean the object is still wedged in the hand
+        (seen: 1 run in 20 ended SUCCEEDED with the cube still in the open gripper). A jammed
         gripper or a stuck object gets ``release_attempts`` close-and-reopen cycles; the arm lifts
         5 cm after each opening, so a freed object falls clear of the fingers.
         """
@@ -775,7 +802,12 @@ class RosPorts:
             self._sim_sleep(0.2)
             width = self.n.fingers if self.n.fingers is not None else 0.0
             z = self._target_height(carried) if carried else None
-            fell = held_z is None or z is None or held_z - z >= self.n.release_drop
+            if width < self.n.open_finger_width:
+                fell = False
+            elif held_z is not None and z is not None:
+                fell = held_z - z >= self.n.release_drop
+            else:
+                fell = self._hand_is_empty()
             if width >= self.n.open_finger_width and fell:
                 return GraspOutcome(True)
             why = (f"the fingers stayed at {width * 100:.1f} cm" if width < self.n.open_finger_width

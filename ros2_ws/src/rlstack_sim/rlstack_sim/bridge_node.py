@@ -33,7 +33,7 @@ from visualization_msgs.msg import MarkerArray
 from rlstack_common import declare_parameter, run_node
 from rlstack_interfaces.srv import ResetSim, SimStep
 from rlstack_sim import convert
-from rlstack_sim.commands import (CommandRejected, JointBounds, RejectLog, VelocityLimiter, Watchdog,
+from rlstack_sim.commands import (BaseStallMonitor, CommandRejected, JointBounds, RejectLog, VelocityLimiter, Watchdog,
                                   clip_ee_delta, hold_targets, validate_joint_targets, validate_scalar,
                                   validate_twist)
 from sim_bridges.sensor_noise import DepthNoise
@@ -123,6 +123,7 @@ class SimBridge(Node):
         self.gt_ns = gt_ns.strip("/")
         self.sim = make_backend(backend, physics_rate_hz=physics_rate, control_rate_hz=control_rate, gui=gui)
         self.limiter = VelocityLimiter(max_v, max_w, max_a, max_alpha)
+        self.stall_monitor = BaseStallMonitor()
         self.watchdog = Watchdog(timeout)
         self.rejects = RejectLog(WARN_PERIOD_S)
         self.clipped: Dict[str, int] = {}
@@ -424,12 +425,33 @@ class SimBridge(Node):
         level, message = DiagnosticStatus.OK, f"{self.mode}, rtf {rtf:.2f}"
         if self.mode == "realtime" and not self.paused and 0 < rtf < 0.9:
             level, message = DiagnosticStatus.WARN, f"realtime factor {rtf:.2f} < 0.9"
+        stall = self._check_base_stall()
+        values["base_stalls"] = str(self.stall_monitor.stalls)
+        if stall:
+            level, message = DiagnosticStatus.WARN, stall
         status = DiagnosticStatus(level=level, name="sim_bridge: simulation", message=message,
                                   hardware_id=f"sim:{self.scene}",
                                   values=[KeyValue(key=k, value=v) for k, v in values.items()])
         msg = DiagnosticArray(status=[status])
         msg.header.stamp = self._stamp()
         self.diag_pub.publish(msg)
+
+    def _check_base_stall(self) -> str:
+        """A base commanded to move that does not (BaseStallMonitor): warn with the evidence and
+        re-send the latched wheel command. Returns the warning while the stall lasts."""
+        if not self.has_base or self.paused:
+            return ""
+        tw = self.sim.base_odometry().twist
+        measured = (float(tw.linear[0]), float(tw.angular[2]))
+        if self.stall_monitor.update(self.limiter.current, measured, self.sim.sim_time):
+            js = self.sim.joint_state()
+            wheels = {n: round(float(v), 3) for n, v in zip(js.names, js.velocity) if "wheel" in n}
+            self.get_logger().warning(
+                f"base stalled: applying (v {self.limiter.current[0]:.3f} m/s, w {self.limiter.current[1]:.3f} "
+                f"rad/s) for {self.stall_monitor.stall_s:g} s of sim time but it measures (v {measured[0]:.3f}, "
+                f"w {measured[1]:.3f}); wheel speeds {wheels} rad/s; re-sending the wheel command")
+            self.sim.set_base_velocity(*self.limiter.current)
+        return "base stalled: commanded but not moving" if self.stall_monitor.reported else ""
 
     # ================================================================== watchdog / rejection
     def _poll_watchdog(self, now: float) -> None:

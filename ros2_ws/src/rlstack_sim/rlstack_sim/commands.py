@@ -266,3 +266,40 @@ class RejectLog:
     @property
     def total(self) -> int:
         return sum(self.counts.values())
+
+
+class BaseStallMonitor:
+    """Notices a base that is commanded to move but does not: applied velocity vs measured twist.
+
+    Why: a fetch once stood still for minutes while navigation commanded 0.15 m/s and the bridge
+    applied it (wheel speeds ~0.003 rad/s, odometry frozen, sim time running); it did not
+    reproduce in process. The bridge checks this once per diagnostics period, warns with what it
+    applied and what the wheels did, and re-sends the latched wheel command (a lost motor
+    command is the one cause it can fix; anything else is in the report).
+
+    :param stall_s: how long a commanded-but-still base must last to count, s
+    :param min_linear: |applied linear| above this counts as "commanded to move", m/s
+    :param min_angular: |applied angular| above this counts too, rad/s
+    """
+
+    def __init__(self, stall_s: float = 3.0, min_linear: float = 0.05, min_angular: float = 0.2) -> None:
+        self.stall_s, self.min_linear, self.min_angular = float(stall_s), float(min_linear), float(min_angular)
+        self._since: Optional[float] = None
+        self.reported = False
+        self.stalls = 0
+
+    def update(self, applied: Tuple[float, float], measured: Tuple[float, float], now: float) -> bool:
+        """True once per stall, when it has lasted ``stall_s``; resets when the base moves or rests."""
+        commanded = abs(applied[0]) > self.min_linear or abs(applied[1]) > self.min_angular
+        moving = abs(measured[0]) > 0.2 * max(abs(applied[0]), self.min_linear) or \
+            abs(measured[1]) > 0.2 * max(abs(applied[1]), self.min_angular)
+        if not commanded or moving:
+            self._since, self.reported = None, False
+            return False
+        if self._since is None:
+            self._since = now
+        if not self.reported and now - self._since >= self.stall_s:
+            self.reported = True
+            self.stalls += 1
+            return True
+        return False

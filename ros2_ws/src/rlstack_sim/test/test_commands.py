@@ -114,3 +114,18 @@ def test_reject_log_counts_all_and_throttles_per_kind():
     assert log.record("cmd_vel", "non_finite", 5.0) is True
     assert log.counts == {"cmd_vel/non_finite": 3, "joint_targets/wrong_length": 1}
     assert log.total == 4
+
+
+def test_base_stall_monitor_reports_once_per_stall_and_resets_when_moving():
+    from rlstack_sim.commands import BaseStallMonitor
+
+    m = BaseStallMonitor(stall_s=3.0)
+    assert not m.update((0.0, 0.0), (0.0, 0.0), 0.0)              # not commanded: never a stall
+    assert not m.update((0.15, -0.55), (0.0, 0.0), 1.0)           # commanded, still: counting
+    assert not m.update((0.15, -0.55), (0.0, 0.0), 3.5)
+    assert m.update((0.15, -0.55), (0.001, 0.0), 4.0)             # 3 s: reported ...
+    assert not m.update((0.15, -0.55), (0.0, 0.0), 9.0) and m.reported and m.stalls == 1   # ... once
+    assert not m.update((0.15, -0.55), (0.14, -0.5), 10.0) and not m.reported              # moving: cleared
+    assert not m.update((0.3, 0.0), (0.29, 0.0), 20.0)
+    assert not m.update((0.0, 0.8), (0.0, 0.0), 21.0)             # a turn in place that does not turn
+    assert m.update((0.0, 0.8), (0.0, 0.0), 24.5) and m.stalls == 2
