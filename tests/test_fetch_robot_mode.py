@@ -5,9 +5,7 @@
 * The grasp_pose service answers on the running graph: a hint where nothing is gives
   TARGET_NOT_VISIBLE (a reason, not a crash), a non-finite hint BAD_INPUT.
 
-* A whole fetch in robot mode: the grasp pose from the head camera, the lift on the held estimate,
-  the lift and the release judged from the fingers; the evaluator (this test) judges the outcome
-  from ground truth.
+A whole fetch in robot mode (the default) is tests/test_fetch_system.py's.
 """
 
 from __future__ import annotations
@@ -76,17 +74,3 @@ def test_grasp_pose_service_refuses_with_a_reason(graph):
     reply = probe.call(EstimateGraspPose, "/grasp_pose/estimate", req, timeout=30)
     assert not reply.ok and reply.reason.startswith("BAD_INPUT") and "no_such_frame" in reply.reason, reply.reason
 
-
-def test_fetch_in_robot_mode_brings_the_cube_to_the_dropoff(graph):
-    from rlstack_mission.harness import FetchHarness
-
-    probe, processes = graph
-    harness = FetchHarness(probe.node)
-    layout = harness.layout(1, HOME_MAP)            # the green cube on table_3
-    harness.apply(layout)
-    result = harness.fetch(layout, 240.0)
-    runner = processes.processes[0]
-    assert result["code_name"] == "SUCCEEDED", f"{result}\n{runner.tail(80)}"
-    assert result["success"] and result["dropoff_error_m"] <= 0.35 and result["object_final"][2] < 0.15
-    processes.assert_all_alive()
-    assert "grasp target from perception" in runner.log_text()     # the mission ran in robot mode

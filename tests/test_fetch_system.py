@@ -1,5 +1,6 @@
-"""The full fetch graph (launch/fetch.launch.yaml, real processes through the runner): one fetch that
-succeeds, and one test per failure reason (object not found, unreachable, grasp failed).
+"""The full fetch graph (launch/fetch.launch.yaml in its default, robot mode: real processes through
+the runner): one fetch that succeeds, and one test per failure reason (object not found,
+unreachable, grasp failed).
 
 One graph serves the module (it takes ~25 s to start: the perception models load); each test
 resets the simulator to its layout (``/sim_bridge/reset`` with object poses), clears the semantic
@@ -97,6 +98,8 @@ def test_fetch_brings_the_cube_to_the_dropoff(graph):
     assert result["success"] and result["dropoff_error_m"] <= 0.35 and result["object_final"][2] < 0.15
     assert list(result["phase_durations"]) [-3:] == ["GRASP", "RETURN", "DROP"]
     assert result["grasp_attempts"] >= 1 and result["distance_driven_m"] > 2.0
+    runner = graph.processes.processes[0]
+    assert "grasp target from perception" in runner.log_text()     # robot mode: the grasp from the camera
 
 
 def test_object_not_found_after_exploring(graph):

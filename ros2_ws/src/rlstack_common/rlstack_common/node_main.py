@@ -1,8 +1,16 @@
-"""One way to run a node: init, spin on an events executor, and stop cleanly on SIGINT/SIGTERM.
+"""One way to run a node: init, spin, and stop cleanly on SIGINT/SIGTERM.
 
-Why the EventsExecutor: on our 2-core machines it cut topic round-trip latency about 3x
-against the default SingleThreadedExecutor. ``RLSTACK_EXECUTOR=single`` selects the classic
-executor (for debugging, or if a node needs something the events executor lacks).
+Why the classic ``SingleThreadedExecutor`` (a wait set) and not the EventsExecutor: under CPU
+overload the EventsExecutor of rclpy 9.1.2 (Kilted wheels) stopped delivering subscription
+and service events to the sim bridge *for good*: its timers kept running (clock, odometry and
+camera were published), but ``/cmd_vel`` was never taken again and its parameter and reset
+services never answered, minutes after the load was gone. Seen in ``make demo`` and in CI's
+fetch tests (the base stood still, then every later test failed on "reset did not answer");
+reproduced with the fetch graph beside three busy processes: with the EventsExecutor the
+bridge's reset service never answered, with the wait-set executor the same run went on (slowly).
+A wait set asks the middleware what is ready on every turn, so it cannot lose an event.
+``RLSTACK_EXECUTOR=events`` still selects the EventsExecutor (about 3x lower topic latency
+measured here on a quiet machine) for benchmarks and experiments; see docs/middleware.md.
 
 Why a ``spin_once`` loop and not ``executor.spin()``: with rclpy 9.1.2 (Kilted wheels),
 ``EventsExecutor.spin()`` blocked without running a single callback (timers, subscriptions
@@ -41,8 +49,13 @@ from rclpy.signals import SignalHandlerOptions
 _POLL_S = 0.1
 
 
-def make_executor():
-    if os.environ.get("RLSTACK_EXECUTOR", "events") == "single":
+def make_executor() -> Executor:
+    """The executor a node spins on: a wait-set ``SingleThreadedExecutor`` unless
+    ``RLSTACK_EXECUTOR=events`` (see the module docstring for why)."""
+    choice = os.environ.get("RLSTACK_EXECUTOR", "single")
+    if choice not in ("single", "events"):
+        raise ValueError(f"RLSTACK_EXECUTOR must be 'single' or 'events', got {choice!r}")
+    if choice == "single":
         return SingleThreadedExecutor()
     from rclpy.experimental import EventsExecutor
 
@@ -176,7 +189,7 @@ def run_node(factory: Callable[[], Node], args: list[str] | None = None, *,
     declared range or another error while constructing the node prints one line and exits 2.
     ``small_messages=True`` is for nodes that never publish large messages (no images, maps
     or point clouds): they get the 1 MiB shared-memory segment profile, about 50 MB less
-    resident memory. ``executor_factory`` replaces the default events executor (the mission
+    resident memory. ``executor_factory`` replaces the default executor (the mission
     needs a multi-threaded one for its blocking action).
     """
     if small_messages:

@@ -14,8 +14,9 @@ Read :meth:`FetchMission.run` top to bottom; it is the whole mission::
               up to ``max_grasp_attempts``                                   -> GRASP_FAILED
     RETURN    stow the arm in its carry pose, back off, drive to the stand pose behind the
               drop-off point                                                 -> UNREACHABLE
-    DROP      open the gripper above the drop-off point; the fingers must be seen open
-              and the object fall away (re-tried by the robot)  -> RELEASE_FAILED / SUCCEEDED
+    DROP      put the object down at the drop-off point (the hand lowers it to the floor), open
+              the gripper; the fingers must be seen open and the hand empty (re-tried by the
+              robot)                                             -> RELEASE_FAILED / SUCCEEDED
 
 Everything that touches the robot goes through :class:`RobotPorts` (the ROS node implements it
 with the semantic-map service, the NavigateTo action, the policy node's lifecycle and a few
@@ -153,7 +154,8 @@ class RobotPorts(Protocol):
     def recover_arm(self) -> None: ...
     def stow(self) -> GraspOutcome: ...
     def release(self) -> GraspOutcome:
-        """Open the gripper; ok once the object let go (fingers seen open, object fallen where known)."""
+        """Put the object down and open the gripper; ok once the hand let go of it (fingers seen open,
+        the object not rising with the hand)."""
     def wait(self, seconds: float) -> None: ...
     def feedback(self, phase: str, detail: str) -> None: ...
 
@@ -334,7 +336,7 @@ class FetchMission:
             target = self._navigate_and_grasp(query, target, result)
             result.target = target
             self._return(dropoff)
-            self._enter("DROP", "opening the gripper above the drop-off point")
+            self._enter("DROP", "putting it down at the drop-off point")
             released = self.ports.release()
             if not released.ok:
                 raise MissionAborted(FetchCode.RELEASE_FAILED,

@@ -4,7 +4,8 @@
   ``CameraInfo`` intrinsics) and the optical frame's pose in the map frame -> 3-D points.
 * :class:`ObstacleLayer`: marks the cells of points whose height is within
   ``[min_obstacle_height, max_obstacle_height]`` (the floor and the space above the robot are
-  ignored), outside the robot's own circle (``self_filter_radius``: the camera sees the arm) and
+  ignored; with ``floor_noise_per_m2`` the floor threshold rises with depth squared, as a stereo
+  camera's noise does), outside the robot's own circle (``self_filter_radius``: the camera sees the arm) and
   not already an obstacle of the static map. It clears a marked cell when a later frame looks
   *through* it (the cell, projected into the new image, has a farther depth return or none) or after
   ``persistence`` seconds. Obstacles can also be injected directly (``add_points``), which is how
@@ -52,9 +53,11 @@ class CameraModel:
 
 
 def depth_to_points(depth: np.ndarray, cam: CameraModel, rotation: np.ndarray, translation: Sequence[float],
-                    stride: int = 4, min_range: float = 0.1, max_range: float = 4.0) -> np.ndarray:
+                    stride: int = 4, min_range: float = 0.1, max_range: float = 4.0,
+                    return_depth: bool = False):
     """Back-project every ``stride``-th pixel: ``X = (u - cx) z / fx``, ``Y = (v - cy) z / fy``,
-    ``Z = z`` in the optical frame, then ``R @ p + t`` into the parent frame. Returns (N, 3)."""
+    ``Z = z`` in the optical frame, then ``R @ p + t`` into the parent frame. Returns (N, 3), and
+    with ``return_depth`` also each point's depth ``z`` (N,)."""
     d = np.asarray(depth, np.float32)
     if d.ndim != 2:
         raise ValueError(f"depth image must be 2-D, got shape {d.shape}")
@@ -64,12 +67,14 @@ def depth_to_points(depth: np.ndarray, cam: CameraModel, rotation: np.ndarray, t
     ok = np.isfinite(z) & (z >= min_range) & (z <= max_range)
     z, u, v = z[ok], u[ok], v[ok]
     pts = np.column_stack([(u - cam.cx) * z / cam.fx, (v - cam.cy) * z / cam.fy, z])
-    return pts @ np.asarray(rotation, float).T + np.asarray(translation, float)
+    world = pts @ np.asarray(rotation, float).T + np.asarray(translation, float)
+    return (world, z) if return_depth else world
 
 
 @dataclass
 class ObstacleParams:
     min_obstacle_height: float = 0.03   # m above the floor; lower returns are floor
+    floor_noise_per_m2: float = 0.0     # m per m^2 of depth: the floor threshold rises by this x depth^2 (noisy sensors)
     max_obstacle_height: float = 1.40   # m; higher returns cannot touch the robot
     max_range: float = 4.0              # m from the camera; farther returns are ignored
     self_filter_radius: float = 0.55    # m around base_link; returns inside are the robot itself
@@ -182,7 +187,12 @@ class ObstacleLayer:
                           translation: Sequence[float], robot_xy: Sequence[float], now: float) -> Tuple[int, int]:
         """Clear what this frame sees through, then mark what it hits. Returns (cleared, new)."""
         cleared = self.clear_seen_through(depth, cam, rotation, translation)
-        pts = depth_to_points(depth, cam, rotation, translation, self.p.stride, 0.1, self.p.max_range)
+        pts, z = depth_to_points(depth, cam, rotation, translation, self.p.stride, 0.1, self.p.max_range,
+                                 return_depth=True)
+        if self.p.floor_noise_per_m2 > 0.0:
+            # A stereo camera's range error grows with depth squared (sigma ~ 0.0025 z^2 for a D435):
+            # far floor returns scatter above min_obstacle_height and would become phantom obstacles.
+            pts = pts[pts[:, 2] >= self.p.min_obstacle_height + self.p.floor_noise_per_m2 * np.square(z)]
         new = self.add_points(pts, now, robot_xy)
         self.expire(now)
         return cleared, new

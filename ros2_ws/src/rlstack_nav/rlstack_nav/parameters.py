@@ -112,6 +112,8 @@ PARAMS: List[Param] = [
        0.05, 1.0, "controller"),
     # ---------------------------------------------------------------------- obstacles
     _p("min_obstacle_height", 0.03, "m", "depth returns lower than this are floor", -1.0, 5.0, "obstacles"),
+    _p("floor_noise_per_m2", 0.0, "m/m^2", "the floor threshold rises by this times depth squared (a noisy depth "
+       "camera's far floor scatters upwards; 0: off)", 0.0, 0.1, "obstacles"),
     _p("max_obstacle_height", 1.40, "m", "depth returns higher than this cannot touch the robot", 0.0, 10.0,
        "obstacles"),
     _p("obstacle_max_range", 4.0, "m", "depth returns farther than this are ignored", 0.1, 50.0, "obstacles",

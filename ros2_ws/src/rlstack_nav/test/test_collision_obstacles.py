@@ -129,3 +129,43 @@ def test_update_from_depth_marks_a_box_in_front():
     assert new > 0 and cleared == 0
     pts = layer.points()
     assert np.all(np.abs(pts[:, 0] - 2.5) < 0.06)
+
+
+def _noisy_floor_view(box: bool, seed: int = 0):
+    """A 160x120 depth image from a camera 1.1 m up at (0.2, 1.5), pitched 25 deg down along +x,
+    of a flat floor (and, with ``box``, a 6 cm high box 1.5 m ahead), with a D435-like range noise
+    sigma = 0.0025 z^2 (sim_bridges.sensor_noise)."""
+    cam = CameraModel(fx=140.0, fy=140.0, cx=80.0, cy=60.0, width=160, height=120)
+    pitch = math.radians(25.0)
+    # optical axes in the world: z forward-down, x = world -y, y = down-ish
+    zc = np.array([math.cos(pitch), 0.0, -math.sin(pitch)])
+    xc = np.array([0.0, -1.0, 0.0])
+    yc = np.cross(zc, xc)
+    rot = np.column_stack([xc, yc, zc])
+    t = np.array([0.2, 1.5, 1.1])
+    v, u = np.mgrid[0:cam.height, 0:cam.width].astype(float)
+    rays = np.stack([(u - cam.cx) / cam.fx, (v - cam.cy) / cam.fy, np.ones_like(u)], -1) @ rot.T
+    depth = np.where(rays[..., 2] < -1e-6, -t[2] / np.minimum(rays[..., 2], -1e-6), np.nan)   # floor z = 0
+    if box:
+        top = (t[2] - 0.06) / -np.minimum(rays[..., 2], -1e-6)
+        hit = t[0] + top * rays[..., 0]
+        y = t[1] + top * rays[..., 1]
+        on_box = (hit > 1.7) & (hit < 1.9) & (np.abs(y - 1.5) < 0.1)
+        depth = np.where(on_box & (top < depth), top, depth)
+    rng = np.random.default_rng(seed)
+    depth = depth + rng.standard_normal(depth.shape) * 0.0025 * np.square(np.nan_to_num(depth))
+    return depth.astype(np.float32), cam, rot, t
+
+
+def test_floor_noise_threshold_removes_phantom_floor_obstacles_but_keeps_a_low_box():
+    depth, cam, rot, t = _noisy_floor_view(box=False)
+    plain = make_layer(stride=2, self_filter_radius=0.3, max_range=4.0)
+    plain.update_from_depth(depth, cam, rot, t, (0.2, 1.5), now=0.0)
+    assert plain.count() > 0          # the noisy far floor alone makes phantom obstacles at a fixed 3 cm
+    aware = make_layer(stride=2, self_filter_radius=0.3, max_range=4.0, floor_noise_per_m2=0.004)
+    aware.update_from_depth(depth, cam, rot, t, (0.2, 1.5), now=0.0)
+    assert aware.count() == 0
+    depth, cam, rot, t = _noisy_floor_view(box=True, seed=1)
+    aware.update_from_depth(depth, cam, rot, t, (0.2, 1.5), now=1.0)
+    pts = aware.points()
+    assert len(pts) > 0 and np.all(np.abs(pts[:, 0] - 1.8) < 0.15) and np.all(np.abs(pts[:, 1] - 1.5) < 0.15)
