@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import threading
 import time
@@ -48,6 +49,28 @@ TOPICS = [
 ]
 #: colours for the overhead view's object labels (by the first word of the label)
 LABEL_RGB = {"red": (220, 40, 40), "green": (40, 170, 60), "blue": (50, 90, 230), "yellow": (230, 200, 30)}
+
+
+#: nice value of the recording threads (MCAP recorder, video): on 2 cores, recording every topic and
+#: drawing the video live took about half a core, and at equal priority it starved the robot's graph
+#: (the bridge's /tf fell to 10 Hz, the lift policy saw stale inputs and failed, seen in robot mode).
+#: The graph's processes are started from the main thread and keep the normal priority.
+RECORDER_NICE = 10
+
+
+def _lower_this_thread() -> None:
+    """Lower the calling thread's priority (Linux: the nice value is per thread)."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), RECORDER_NICE)
+    except (AttributeError, OSError):   # not Linux, or not allowed: record at normal priority
+        pass
+
+
+def _low_priority(target):
+    def run():
+        _lower_this_thread()
+        target()
+    return run
 
 
 class DemoVideo:
@@ -135,6 +158,7 @@ class DemoVideo:
         return side_by_side(camera, overhead, 360)
 
     def _run(self) -> None:
+        _lower_this_thread()
         period = 1.0 / VIDEO_FPS
         next_t = time.monotonic()
         while not self.stop_event.is_set():
@@ -175,7 +199,7 @@ def main(argv=None) -> int:
     node = rclpy.create_node("demo")
     executor = MultiThreadedExecutor(num_threads=3)
     executor.add_node(node)
-    threading.Thread(target=executor.spin, daemon=True).start()
+    threading.Thread(target=_low_priority(executor.spin), daemon=True).start()
     report = {"ok": False}
     try:
         graph_args = {"robot_mode": "false"} if args.ground_truth_grasp else {}

@@ -81,3 +81,24 @@ def test_small_message_profile_replaces_only_the_project_default(tmp_path, monke
     monkeypatch.setenv("FASTDDS_DEFAULT_PROFILES_FILE", str(users_own))
     use_small_message_profile()
     assert os.environ["FASTDDS_DEFAULT_PROFILES_FILE"] == str(users_own)
+
+
+def test_nodes_spin_on_the_wait_set_executor_unless_asked(monkeypatch):
+    """The EventsExecutor lost subscription and service events for good under CPU overload
+    (node_main's docstring): nodes default to the wait-set SingleThreadedExecutor."""
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.experimental import EventsExecutor
+
+    from rlstack_common.node_main import make_executor
+
+    rclpy.init()
+    try:
+        monkeypatch.delenv("RLSTACK_EXECUTOR", raising=False)
+        assert type(make_executor()) is SingleThreadedExecutor
+        monkeypatch.setenv("RLSTACK_EXECUTOR", "events")
+        assert type(make_executor()).__name__ == EventsExecutor.__name__ == "EventsExecutor"
+        monkeypatch.setenv("RLSTACK_EXECUTOR", "fast")
+        with pytest.raises(ValueError, match="single.*events"):
+            make_executor()
+    finally:
+        rclpy.shutdown()

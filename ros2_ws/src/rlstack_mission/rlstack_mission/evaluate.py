@@ -35,6 +35,8 @@ def main(argv=None) -> int:
                    help="the labelled ablation (fetch.launch.yaml robot_mode:=false): grasp on the simulator's live "
                         "pose. By default the robot grasps from perception; the evaluator judges from ground truth")
     p.add_argument("--robot-mode", action="store_true", help=argparse.SUPPRESS)   # the default now
+    p.add_argument("--graph-arg", action="append", default=[], metavar="NAME:=VALUE",
+                   help="a launch argument of fetch.launch.yaml, e.g. depth_noise:=true (repeatable)")
     a = p.parse_args(argv)
 
     import rclpy
@@ -53,7 +55,13 @@ def main(argv=None) -> int:
     episodes = []
     t_start = time.monotonic()
     try:
-        with FetchGraph(ROOT, out / "graph.log", {"robot_mode": "false"} if a.ground_truth_grasp else {}) as graph:
+        graph_args = {"robot_mode": "false"} if a.ground_truth_grasp else {}
+        for item in a.graph_arg:
+            name, sep, value = item.partition(":=")
+            if not sep or not name:
+                p.error(f"--graph-arg takes NAME:=VALUE, got {item!r}")
+            graph_args[name] = value
+        with FetchGraph(ROOT, out / "graph.log", graph_args) as graph:
             ready_s = graph.wait_ready(node)
             print(f"fetch graph ready in {ready_s:.1f} s", flush=True)
             harness = FetchHarness(node)
@@ -85,6 +93,7 @@ def main(argv=None) -> int:
                           for ph in ("LOCATE", "EXPLORE", "NAVIGATE", "GRASP", "RETURN", "DROP")} if ok else {},
         "wall_time_s": round(time.monotonic() - t_start, 1),
         "mode": "ground-truth grasp (ablation)" if a.ground_truth_grasp else "robot (grasp from perception)",
+        "graph_args": graph_args,
     }
     (out / "results.json").write_text(json.dumps({"summary": summary, "episodes": episodes}, indent=1))
     print(json.dumps(summary, indent=1))
