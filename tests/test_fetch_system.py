@@ -1,6 +1,8 @@
 """The full fetch graph (launch/fetch.launch.yaml in its default, robot mode: real processes through
 the runner): one fetch that succeeds, and one test per failure reason (object not found,
-unreachable, grasp failed).
+unreachable, grasp failed). In robot mode no robot-side node (perception, grasp pose, navigation,
+policy node, mission) may subscribe to the simulator's ground truth: the live graph is inspected
+node by node; and the grasp_pose service answers bad requests with reasons.
 
 One graph serves the module (it takes ~25 s to start: the perception models load); each test
 resets the simulator to its layout (``/sim_bridge/reset`` with object poses), clears the semantic
@@ -31,6 +33,7 @@ from rlstack_testing.probe import RosProbe
 
 REPO = Path(__file__).resolve().parents[1]
 HOME_MAP = str(REPO / "maps" / "home.yaml")
+ROBOT_SIDE = ("semantic_map", "grasp_pose", "nav_controller", "policy_node", "mission")
 MISSION_YAML = yaml.safe_load((REPO / "launch" / "params" / "mission.yaml").read_text())["/**"]["ros__parameters"]
 
 
@@ -163,3 +166,34 @@ def test_grasp_failed_after_every_retry(graph):
     assert result["code_name"] == "GRASP_FAILED", result
     assert result["grasp_attempts"] == 2 and "2 attempt(s)" in result["reason"]
     assert result["reason"].count("within 1 s") == 2
+
+
+def test_no_robot_side_node_reads_simulator_truth(graph):
+    probe = graph.probe
+    names = {n for n, _ in probe.node.get_node_names_and_namespaces()}
+    assert set(ROBOT_SIDE) <= names, f"robot-side nodes missing from the graph: {set(ROBOT_SIDE) - names}"
+    for name in ROBOT_SIDE:
+        topics = [t for t, _ in probe.node.get_subscriber_names_and_types_by_node(name, "/")]
+        assert topics, f"{name} subscribes to nothing?"
+        truth = [t for t in topics if t.startswith("/sim_ground_truth")]
+        assert not truth, f"{name} reads simulator truth in robot mode: {truth}"
+    # the evaluator's side of the graph still has it (the bridge publishes it)
+    assert probe.node.count_publishers("/sim_ground_truth/markers") >= 1
+
+
+def test_grasp_pose_service_refuses_with_a_reason(graph):
+    from rlstack_interfaces.srv import EstimateGraspPose
+
+    probe = graph.probe
+    req = EstimateGraspPose.Request(views=2)
+    req.hint.header.frame_id = "base_link"
+    req.hint.point.x, req.hint.point.z = 5.0, 0.5       # 5 m ahead, in the air: nothing there
+    reply = probe.call(EstimateGraspPose, "/grasp_pose/estimate", req, timeout=30)
+    assert not reply.ok and reply.reason.startswith(("TARGET_NOT_VISIBLE", "POSE_UNCERTAIN", "NO_FRAME")), reply.reason
+    req.hint.point.x = float("nan")
+    reply = probe.call(EstimateGraspPose, "/grasp_pose/estimate", req, timeout=30)
+    assert not reply.ok and reply.reason.startswith("BAD_INPUT"), reply.reason
+    req.hint.point.x, req.frame_id = 0.6, "no_such_frame"
+    reply = probe.call(EstimateGraspPose, "/grasp_pose/estimate", req, timeout=30)
+    assert not reply.ok and reply.reason.startswith("BAD_INPUT") and "no_such_frame" in reply.reason, reply.reason
+
