@@ -47,7 +47,7 @@ def main(argv=None) -> int:
 
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    rclpy.init()
+    rclpy.init(args=[])   # our own argv (NAME:=VALUE launch args) is not for rcl
     node = rclpy.create_node("fetch_evaluation")
     executor = MultiThreadedExecutor(num_threads=2)
     executor.add_node(node)

@@ -54,16 +54,15 @@ class FetchGraph:
 def wait_until_ready(node, alive: Callable[[], bool], timeout_s: float = 120.0, log_hint: str = "") -> float:
     """Block until the fetch graph's services and ``/fetch`` action are discovered from ``node``
     (spun elsewhere); ``alive()`` false means the graph died. Returns the seconds it took."""
-    from rclpy.action import ActionClient
     from std_srvs.srv import Trigger
 
-    from rlstack_interfaces.action import Fetch
     from rlstack_interfaces.srv import QueryObjects, ResetSim
+    from rlstack_mission.send_fetch import fetch_action_client
 
     t0 = time.monotonic()
     waits = [node.create_client(ResetSim, "/sim_bridge/reset"), node.create_client(QueryObjects, "/semantic_map/query"),
              node.create_client(Trigger, "/semantic_map/clear")]
-    action = ActionClient(node, Fetch, "/fetch")
+    action = fetch_action_client(node, "/fetch")   # kept: destroying it under a spinning executor crashed it
     try:
         while not (all(c.service_is_ready() for c in waits) and action.server_is_ready()):
             if not alive():
@@ -74,5 +73,4 @@ def wait_until_ready(node, alive: Callable[[], bool], timeout_s: float = 120.0, 
     finally:
         for c in waits:
             node.destroy_client(c)
-        action.destroy()
     return time.monotonic() - t0

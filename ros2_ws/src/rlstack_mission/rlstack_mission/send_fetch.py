@@ -22,6 +22,25 @@ from .fetch import FetchCode
 FETCH_CODES = {int(c): c.name for c in FetchCode}
 
 
+def fetch_action_client(node, action_name: str = "/fetch"):
+    """The node's one ``Fetch`` action client for ``action_name``, created on first use and kept for
+    the node's life.
+
+    Why never destroyed: destroying an action client while another thread's executor has it in
+    its wait set crashed that executor ("action client pointer is invalid"); the node then
+    answered nothing, and the next reset call of the evaluation (and of CI's fetch tests) timed
+    out ("reset did not answer in 30 s"). The node's own destruction cleans it up.
+    """
+    from rclpy.action import ActionClient
+
+    from rlstack_interfaces.action import Fetch
+
+    clients = node.__dict__.setdefault("_rlstack_fetch_clients", {})
+    if action_name not in clients:
+        clients[action_name] = ActionClient(node, Fetch, action_name)
+    return clients[action_name]
+
+
 def send_fetch(node, query: str, dropoff_xyyaw, timeout_s: float = 600.0, frame: str = "map",
                on_feedback: Optional[Callable[[str, str], None]] = None, action_name: str = "/fetch",
                server_timeout_s: float = 30.0, spin_once: Optional[Callable[[float], None]] = None) -> Dict:
@@ -35,11 +54,9 @@ def send_fetch(node, query: str, dropoff_xyyaw, timeout_s: float = 600.0, frame:
 
     Returns a dict: code, code_name, reason, phase durations, wall time.
     """
-    from rclpy.action import ActionClient
-
     from rlstack_interfaces.action import Fetch
 
-    client = ActionClient(node, Fetch, action_name)
+    client = fetch_action_client(node, action_name)
 
     def pause(seconds: float) -> None:
         if spin_once is None:
@@ -88,7 +105,6 @@ def send_fetch(node, query: str, dropoff_xyyaw, timeout_s: float = 600.0, frame:
         if not res_fut.done():
             raise TimeoutError(f"the fetch did not finish within {timeout_s:g} s, nor after a cancel")
     r = res_fut.result().result
-    client.destroy()
     return {"code": int(r.code), "code_name": FETCH_CODES.get(int(r.code), str(r.code)), "reason": r.reason,
             "phase_durations": {n: round(float(d), 2) for n, d in zip(r.phase_names, r.phase_durations)},
             "wall_s": round(time.monotonic() - t0, 2)}
