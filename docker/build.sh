@@ -31,6 +31,12 @@ if [ -n "$WHEELHOUSE" ]; then
   for w in "$WHEELHOUSE"/*.whl; do ln -f "$w" docker/wheelhouse/ 2>/dev/null || cp "$w" docker/wheelhouse/; done
   shopt -u nullglob
 fi
+# Extra CA certificates for the build (an HTTPS-intercepting proxy's), default: the host's local ones.
+EXTRA_CA_DIR="${EXTRA_CA_DIR-/usr/local/share/ca-certificates}"
+rm -f docker/certs/*.crt
+if [ -n "$EXTRA_CA_DIR" ] && [ -d "$EXTRA_CA_DIR" ]; then
+  find "$EXTRA_CA_DIR" -maxdepth 2 -name '*.crt' -exec cp {} docker/certs/ \;
+fi
 if [ -z "${TORCH_INDEX_URL+x}" ]; then
   if compgen -G 'docker/wheelhouse/torch-*.whl' >/dev/null; then TORCH_INDEX_URL=""; else TORCH_INDEX_URL="https://download.pytorch.org/whl/cpu"; fi
 fi
@@ -40,7 +46,8 @@ fi
 if docker buildx version >/dev/null 2>&1; then export DOCKER_BUILDKIT=1; else export DOCKER_BUILDKIT=0; fi
 
 mkdir -p out/docker
-say "base image: $BASE_IMAGE; torch from: ${TORCH_INDEX_URL:-docker/wheelhouse ($(ls docker/wheelhouse | grep -c '\.whl$' || true) wheels from $WHEELHOUSE)}"
+say "base image: $BASE_IMAGE; extra CA certificates: $(find docker/certs -name '*.crt' | wc -l) (from ${EXTRA_CA_DIR:-none})"
+say "torch from: ${TORCH_INDEX_URL:-docker/wheelhouse ($(ls docker/wheelhouse | grep -c '\.whl$' || true) wheels from $WHEELHOUSE)}"
 for t in "${TARGETS[@]}"; do
   case "$t" in
     sim) stage=runtime ;;
@@ -61,4 +68,4 @@ for t in "${TARGETS[@]}"; do
   say "built $tag in ${secs} s: $size"
   printf '%s\t%s\t%s\t%s\n' "$tag" "$secs" "$size" "$BASE_IMAGE" >>out/docker/builds.tsv
 done
-rm -f docker/wheelhouse/*.whl
+rm -f docker/wheelhouse/*.whl docker/certs/*.crt
