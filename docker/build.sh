@@ -12,7 +12,14 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 . docker/lib.sh
 # shellcheck disable=SC1091
-[ -f docker/site.env ] && { set -a; . docker/site.env; set +a; }
+# docker/site.env (make docker-base writes it): this machine's defaults; the environment and
+# make variables win over it.
+if [ -f docker/site.env ]; then
+  while IFS='=' read -r key value; do
+    case "$key" in ''|\#*) continue ;; esac
+    [ -n "${!key+x}" ] || export "$key=$value"
+  done <docker/site.env
+fi
 BASE_IMAGE="${BASE_IMAGE:-python:3.11-slim-bookworm}"
 IMAGE_PREFIX="${IMAGE_PREFIX:-rlstack}"
 if [ -z "${WHEELHOUSE+x}" ] && [ -d "${PIP_FIND_LINKS:-}" ]; then WHEELHOUSE="$PIP_FIND_LINKS"; fi
