@@ -8,7 +8,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 ENV := source ./env.sh
 
-.PHONY: help setup build test test-packages test-system demo eval-fetch bench train lock clean distclean
+.PHONY: help setup build test test-packages test-system demo eval-fetch bench train lock clean distclean docker docker-base docker-test
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -42,6 +42,15 @@ train: setup ## retrain a shipped policy from scratch + export it to policies/: 
 
 lock: setup ## re-pin requirements/constraints.txt from the current .venv
 	@$(ENV) && python tools/lock.py
+
+docker: ## build the container images rlstack:sim and rlstack:robot (docker/README.md): make docker [BASE_IMAGE=...]
+	@bash docker/build.sh $(IMAGES)
+
+docker-base: ## no Docker Hub here: a local Debian bookworm base image from debootstrap (docker/site.env)
+	@bash docker/make_base.sh
+
+docker-test: ## build the images, run make demo in rlstack:sim, check out/docker-test/ (mp4, MCAP, report); not in make test
+	@bash docker/test.sh
 
 clean: ## remove build outputs (keeps .venv)
 	rm -rf ros2_ws/build ros2_ws/install ros2_ws/log out .venv/.rlstack/build

@@ -1,0 +1,1 @@
+"""rlstack_adapters: rlstack's command topics -> the interfaces real robot controllers take."""

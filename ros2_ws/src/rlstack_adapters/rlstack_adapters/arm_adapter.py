@@ -1,0 +1,177 @@
+"""arm_adapter: rlstack's arm commands -> a real arm's standard cartesian and gripper interfaces.
+
+Subscribes ``ee_delta_topic`` (geometry_msgs/Vector3, /arm/ee_delta: the grasp point's step, m,
+in the arm base frame, one per control period), ``gripper_topic`` (std_msgs/Bool, /arm/gripper:
+true open) and ``estop_topic`` (std_msgs/Bool, /estop).
+Publishes ``twist_topic`` (geometry_msgs/TwistStamped in ``frame_id``: MoveIt Servo's
+``/servo_node/delta_twist_cmds``, which does the IK and drives a joint trajectory controller,
+or a cartesian velocity controller's command) and the gripper goal on one of:
+  * ``gripper_interface: topic``  std_msgs/Float64MultiArray on ``gripper_command_topic``
+    (ros2_control's forward_command_controller / JointGroupPositionController ``~/commands``:
+    ``gripper_joint_count`` positions), available everywhere;
+  * ``gripper_interface: action`` control_msgs/action/GripperCommand on ``gripper_action``
+    (the Franka Hand's ``/franka_gripper/gripper_action``, ros2_control's
+    GripperActionController). control_msgs is in every ROS 2 distribution but not on PyPI:
+    with the PyPI wheels this mode stops at start with a one-line error.
+Publishes /diagnostics. All logic is in ``rlstack_adapters.core`` (docs/deployment.md).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import TwistStamped, Vector3
+from rclpy.node import Node
+from std_msgs.msg import Bool, Float64MultiArray
+
+from rlstack_adapters.core import ArmAdapterConfig, ArmAdapterCore, ArmCommand, GripperConfig, GripperCore, GripperGoal
+from rlstack_common import declare_parameter, run_node
+
+
+class ConfigError(RuntimeError):
+    """A parameter combination the node cannot run with (one line for the user)."""
+
+
+class ArmAdapter(Node):
+    def __init__(self) -> None:
+        super().__init__("arm_adapter")
+        p = lambda *a, **k: declare_parameter(self, *a, **k)  # noqa: E731
+        ee_topic = p("ee_delta_topic", "/arm/ee_delta", "Input: geometry_msgs/Vector3 end-effector steps, m")
+        gripper_topic = p("gripper_topic", "/arm/gripper", "Input: std_msgs/Bool gripper state (true open)")
+        estop_topic = p("estop_topic", "/estop", "Input: std_msgs/Bool e-stop; true stops the arm, steps are dropped while asserted")
+        twist_topic = p("twist_topic", "/servo_node/delta_twist_cmds", "Output: geometry_msgs/TwistStamped cartesian velocity")
+        self.frame_id = p("frame_id", "panda_link0", "header.frame_id of the twist: the arm base frame the steps are in")
+        arm = ArmAdapterConfig(
+            step_period_s=p("step_period_s", 0.05, "The policy's control period: step / period = velocity, s", min_value=0.001, max_value=10.0),
+            max_ee_step=p("max_ee_step", 0.05, "Longer steps are scaled down to this, m", min_value=0.0001, max_value=1.0),
+            max_linear_speed=p("max_linear_speed", 0.25, "Speed limit of the twist, m/s", min_value=0.001, max_value=5.0),
+            command_timeout_s=p("command_timeout_s", 0.15, "No step for this long while moving: one zero twist, s (wall clock)", min_value=0.01, max_value=60.0),
+        )
+        self.gripper_interface = p("gripper_interface", "topic", "How gripper goals go out", constraints="one of: topic, action")
+        gripper_cmd_topic = p("gripper_command_topic", "/gripper_controller/commands", "Output (topic): std_msgs/Float64MultiArray positions")
+        self.gripper_joint_count = p("gripper_joint_count", 1, "Positions per gripper command (topic): one per commanded joint", min_value=1, max_value=8)
+        gripper_action = p("gripper_action", "/franka_gripper/gripper_action", "Output (action): control_msgs/action/GripperCommand server")
+        grip = GripperConfig(
+            open_position=p("open_position", 0.04, "Gripper position for open, in the driver's unit (Franka Hand: m per finger)", min_value=-10.0, max_value=10.0),
+            closed_position=p("closed_position", 0.0, "Gripper position for close", min_value=-10.0, max_value=10.0),
+            max_effort=p("max_effort", 20.0, "Grasp force of a close goal (action), N; 0: the driver's default", min_value=0.0, max_value=1000.0),
+            resend_period_s=p("resend_period_s", 1.0, "The same state asked again after this long is re-sent, s (0: never)", min_value=0.0, max_value=3600.0),
+        )
+        period = p("watchdog_period_s", 0.02, "Period of the step watchdog check, s", min_value=0.001, max_value=1.0)
+        diag_period = p("diagnostics_period_s", 1.0, "Period of /diagnostics, s", min_value=0.05, max_value=60.0)
+
+        if self.gripper_interface not in ("topic", "action"):
+            raise ConfigError(f"gripper_interface '{self.gripper_interface}' is unknown: use 'topic' or 'action'")
+        self.arm = ArmAdapterCore(arm)
+        self.gripper = GripperCore(grip)
+        self.twist_pub = self.create_publisher(TwistStamped, twist_topic, 10)
+        self.gripper_pub = None
+        self.gripper_client = None
+        self.gripper_action_type = None
+        if self.gripper_interface == "topic":
+            self.gripper_pub = self.create_publisher(Float64MultiArray, gripper_cmd_topic, 10)
+        else:
+            try:
+                from control_msgs.action import GripperCommand  # a ROS distribution has it; PyPI does not
+            except ImportError:
+                raise ConfigError(
+                    "gripper_interface 'action' needs control_msgs (in every ROS 2 distribution, not on PyPI): "
+                    "source a ROS distribution, or use gripper_interface:=topic") from None
+            from rclpy.action import ActionClient
+            self.gripper_action_type = GripperCommand
+            self.gripper_client = ActionClient(self, GripperCommand, gripper_action)
+        self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.create_subscription(Vector3, ee_topic, self.on_ee_delta, 10)
+        self.create_subscription(Bool, gripper_topic, self.on_gripper, 10)
+        self.create_subscription(Bool, estop_topic, self.on_estop, 10)
+        self.create_timer(period, self.on_tick)
+        self.create_timer(diag_period, self.publish_diagnostics)
+        self.gripper_unavailable = 0
+        self.get_logger().info(
+            f"{ee_topic} -> {twist_topic} (TwistStamped in {self.frame_id}); {gripper_topic} -> "
+            + (gripper_cmd_topic if self.gripper_pub else f"{gripper_action} (GripperCommand action)"))
+
+    # ------------------------------------------------------------------ arm
+    def on_ee_delta(self, msg: Vector3) -> None:
+        cmd = self.arm.on_ee_delta(msg.x, msg.y, msg.z, time.monotonic())
+        if cmd is None:
+            self.get_logger().warn("rejected a non-finite /arm/ee_delta step", throttle_duration_sec=5.0)
+            return
+        self.publish_twist(cmd)
+
+    def on_tick(self) -> None:
+        cmd = self.arm.on_tick(time.monotonic())
+        if cmd is not None:
+            self.get_logger().warn("end-effector steps stopped: arm stopped (zero twist)", throttle_duration_sec=5.0)
+            self.publish_twist(cmd)
+
+    def on_estop(self, msg: Bool) -> None:
+        cmd = self.arm.set_estop(msg.data)
+        if cmd is not None:
+            self.get_logger().error("e-stop asserted: arm stopped, steps dropped until it is released")
+            self.publish_twist(cmd)
+
+    def publish_twist(self, cmd: ArmCommand) -> None:
+        out = TwistStamped()
+        out.header.stamp = self.get_clock().now().to_msg()
+        out.header.frame_id = self.frame_id
+        out.twist.linear.x, out.twist.linear.y, out.twist.linear.z = cmd.linear
+        self.twist_pub.publish(out)
+
+    # ------------------------------------------------------------------ gripper
+    def on_gripper(self, msg: Bool) -> None:
+        goal = self.gripper.on_command(msg.data, time.monotonic())
+        if goal is not None:
+            self.send_gripper(goal)
+
+    def send_gripper(self, goal: GripperGoal) -> None:
+        self.get_logger().info(f"gripper: {'open' if goal.open else 'close'} (position {goal.position:g})")
+        if self.gripper_pub is not None:
+            self.gripper_pub.publish(Float64MultiArray(data=[float(goal.position)] * self.gripper_joint_count))
+            return
+        if not self.gripper_client.server_is_ready():
+            self.gripper_unavailable += 1
+            self.get_logger().error("gripper action server not available: goal not sent", throttle_duration_sec=5.0)
+            return
+        action_goal = self.gripper_action_type.Goal()
+        action_goal.command.position = float(goal.position)
+        action_goal.command.max_effort = float(goal.max_effort)
+        self.gripper_client.send_goal_async(action_goal)
+
+    # ------------------------------------------------------------------ diagnostics
+    def publish_diagnostics(self) -> None:
+        st = DiagnosticStatus(name=f"{self.get_name()}: arm adapter", hardware_id=self.frame_id)
+        st.level, st.message = DiagnosticStatus.OK, "ok"
+        if self.arm.estop:
+            st.level, st.message = DiagnosticStatus.ERROR, "e-stop asserted"
+        elif self.arm.rejected or self.gripper_unavailable:
+            st.level, st.message = DiagnosticStatus.WARN, "rejected input or gripper unavailable"
+        values = {
+            "steps": self.arm.steps, "clipped_steps": self.arm.clipped_steps, "clipped_speeds": self.arm.clipped_speeds,
+            "timeouts": self.arm.timeouts, "estop": "asserted" if self.arm.estop else "clear",
+            "gripper": self.gripper.state, "gripper_goals": self.gripper.goals_sent,
+            "gripper_unavailable": self.gripper_unavailable,
+            **{f"rejected.{k}": v for k, v in self.arm.rejected.items()},
+        }
+        st.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
+        arr = DiagnosticArray(status=[st])
+        arr.header.stamp = self.get_clock().now().to_msg()
+        self.diag_pub.publish(arr)
+
+
+def _factory() -> ArmAdapter:
+    try:
+        return ArmAdapter()
+    except ConfigError as exc:
+        print(f"arm_adapter: error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def main(args=None) -> int:
+    return run_node(_factory, args, small_messages=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
