@@ -21,7 +21,7 @@ import numpy as np
 import yaml
 
 from rlstack_common import atomic
-from .bundle import load as load_bundle
+from rlstack_bundle.bundle import load as load_bundle
 from .checkpoints import load_model_dir
 from .envs import ENVS, EVAL_SEED_BASE
 from .onnx_export import exportable, sb3_deterministic_action, to_onnx_bytes

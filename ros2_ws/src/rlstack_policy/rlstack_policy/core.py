@@ -28,7 +28,7 @@ A sequence as the *last* segment with a ``key`` (``position`` + ``key: slider_to
 selected the same way.
 
 ``source.derive`` is either a machine-readable mapping ``{op: ..., params}`` (the closed set
-of :mod:`rlstack_learning.derive`: ``tf_position``, ``sum``, ``sin_kyaw``, ``cos_kyaw``,
+of :mod:`rlstack_bundle.derive`: ``tf_position``, ``sum``, ``sin_kyaw``, ``cos_kyaw``,
 ``offset_minus``, ``distance``, ``finite_difference``; evaluated with that module's functions,
 which the training envs use too) or one of the legacy texts (``finite difference ...``,
 ``sum of ...``, ``sin(k * yaw)``, ``cos(k * yaw)``). ``tf_position`` terms keep a TF buffer
@@ -48,7 +48,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from rlstack_learning import derive as derive_ops  # pure Python: the same operations the envs use
+from rlstack_bundle import derive as derive_ops  # pure Python: the same operations the envs use
 
 IO_FORMAT = "rlstack-policy-io/1"
 NUMERIC = {"double", "float", "float32", "float64", "int8", "uint8", "int16", "uint16", "int32", "uint32",
@@ -216,7 +216,7 @@ def _quat(q: Any) -> Tuple[float, float, float, float]:
 # ----------------------------------------------------------------------------- derives
 @dataclass(frozen=True)
 class Derive:
-    kind: str            # "none" or an op of rlstack_learning.derive.OPS
+    kind: str            # "none" or an op of rlstack_bundle.derive.OPS
     factor: float = 1.0  # k of sin/cos(k * yaw)
     spec: Optional[Tuple[Tuple[str, Any], ...]] = None   # the descriptor's mapping (op and parameters)
 

@@ -2,7 +2,7 @@
 
 Thin adapter around :mod:`rlstack_policy.core` (docs/policy_node.md):
 
-* configure: load and validate the bundle (``rlstack_learning.bundle.load``: files, YAML,
+* configure: load and validate the bundle (``rlstack_bundle.bundle.load``: files, YAML,
   descriptor, ONNX sizes vs descriptor, SHA-256; no torch, no pickle), compile the
   descriptor against the ROS message types, create one subscription per observation topic
   and one publisher per action topic. Any problem: a clear error, the node stays up and
@@ -157,7 +157,7 @@ class PolicyNode(LifecycleNode):
     def _prepare(self, path: str, io: Optional[Dict[str, Any]] = None, bundle: Any = None) -> _Loaded:
         """Compile (and, without ``bundle``, load) a bundle; raise with a readable message."""
         if bundle is None:
-            from rlstack_learning.bundle import load  # numpy/yaml/onnx/onnxruntime only; no torch, no pickle
+            from rlstack_bundle.bundle import load  # numpy/yaml/onnx/onnxruntime only; no torch, no pickle
 
             bundle = load(path)
         io = bundle.io
