@@ -214,7 +214,7 @@ def main(argv=None) -> int:
 
     import gymnasium as gym
 
-    from ..envs import EVAL_SEED_BASE
+    from .base import EVAL_SEED_BASE
     from ..evaluate import run_episodes, write_video
 
     p = argparse.ArgumentParser(description="scripted-expert baseline of the Panda lift task")

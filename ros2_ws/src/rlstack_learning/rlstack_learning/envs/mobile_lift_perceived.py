@@ -270,7 +270,7 @@ def main(argv=None) -> int:
     import argparse
     import json
 
-    from ..envs import EVAL_SEED_BASE
+    from .base import EVAL_SEED_BASE
     from ..evaluate import run_episodes
 
     p = argparse.ArgumentParser(description="perceived-pose expert baseline of the robot-mode mobile lift")
