@@ -114,7 +114,9 @@ def entry_points() -> list:
         for node in ast.walk(tree):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and " = " in node.value \
                     and ":" in node.value:
-                out.append(node.value.split(" = ", 1)[1].strip())
+                target = node.value.split(" = ", 1)[1].strip()
+                if target.partition(":")[0] not in WORKSTATION_MODULES:   # make_home_map: from the sim scene
+                    out.append(target)
     return out
 
 
