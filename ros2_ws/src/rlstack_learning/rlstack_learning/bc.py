@@ -31,7 +31,7 @@ from typing import Any, Callable, Dict, List, Optional
 import numpy as np
 
 from rlstack_common import atomic
-from .bc_config import BC_DEFAULTS, BC_SCHEMA, EXPERTS, check_hyperparams  # noqa: F401 - re-exported
+from .bc_config import BC_DEFAULTS, EXPERTS
 from .checkpoints import _SpaceOnlyEnv, save_model_dir
 from .envs import TRAIN_SEED_LIMIT, VALIDATION_SEED_BASE
 

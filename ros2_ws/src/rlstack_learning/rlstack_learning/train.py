@@ -24,7 +24,6 @@ import yaml
 from rlstack_common import atomic
 from .checkpoints import (TrainingInterrupted, checkpoint_dir, clean_partial, latest_checkpoint,
                           prune_checkpoints, save_model_dir)
-from .provenance import git_commit, machine_info  # noqa: F401 - re-exported
 from .config import OFF_POLICY, ConfigError, TrainConfig, algorithms, build_hyperparams, load, validate
 from .envs import VALIDATION_SEED_BASE
 
