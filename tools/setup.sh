@@ -82,6 +82,7 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 VPY="$VENV/bin/python"
 mkdir -p "$STAMPS"
+echo "$PROFILE" >"$STAMPS/profile"   # (venvs from before profiles existed are 'full')
 
 # ---------------------------------------------------------------- 2. pinned dependencies
 if [ "$PROFILE" = robot ]; then
