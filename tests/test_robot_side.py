@@ -30,26 +30,18 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 
 REPO = Path(__file__).resolve().parents[1]
-SRC = REPO / "ros2_ws" / "src"
 
-#: top-level modules of the workstation side: absent from the robot install
-BLOCKED = ("torch", "stable_baselines3", "sb3_contrib", "gymnasium", "pybullet", "pybullet_data", "onnx",
-           "tensorboard", "sentence_transformers", "transformers", "open_clip", "segment_anything", "imageio",
-           "mcap", "mcap_ros2", "sim_bridges", "rlstack_learning", "rlstack_sim")
-#: packages that run on the robot (+ the launch runner that starts graphs there)
-ROBOT_PACKAGES = ("rlstack_bundle", "rlstack_common", "rlstack_policy", "rlstack_nav", "rlstack_perception",
-                  "rlstack_mission", "rlstack_launch")
-#: modules of robot-side packages that belong to the workstation: evaluation against the
-#: simulator, demo recording/video, training the crop embedder, and the optional SAM / CLIP
-#: perception backends (user checkpoints on torch; the default backends need none of it)
-WORKSTATION_MODULES = {
-    "rlstack_nav.evaluate", "rlstack_nav.home_map",
-    "rlstack_perception.evaluate", "rlstack_perception.evaluate_grasp_pose", "rlstack_perception.simtools",
-    "rlstack_perception.train_embedder", "rlstack_perception.backends.sam", "rlstack_perception.backends.clip",
-    "rlstack_perception.backends._torchvision_compat",
-    "rlstack_mission.evaluate", "rlstack_mission.harness", "rlstack_mission.layouts", "rlstack_mission.overhead",
-    "rlstack_mission.recording", "rlstack_mission.video",
-}
+
+def _tool(name: str):
+    spec = importlib.util.spec_from_file_location(name, REPO / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+#: which code is on the robot side (tools/robot_side.py: BLOCKED, ROBOT_PACKAGES, WORKSTATION_MODULES)
+ROBOT = _tool("robot_side")
+BLOCKED = ROBOT.BLOCKED
 
 SITECUSTOMIZE = textwrap.dedent('''
     """Test-only: the workstation-side modules are not installed (tests/test_robot_side.py)."""
@@ -91,40 +83,9 @@ def blocked_attempts(tmp_path: Path) -> list:
     return log.read_text().splitlines() if log.exists() else []
 
 
-def robot_modules() -> list:
-    """Every module of the robot-side packages, less the workstation tools among them."""
-    out = []
-    for pkg in ROBOT_PACKAGES:
-        root = SRC / pkg
-        for path in sorted((root / pkg).rglob("*.py")):
-            parts = list(path.relative_to(root).with_suffix("").parts)
-            if parts[-1] == "__init__":
-                parts = parts[:-1]
-            name = ".".join(parts)
-            if name not in WORKSTATION_MODULES:
-                out.append(name)
-    return out
-
-
-def entry_points() -> list:
-    """``module:function`` of every console script of the robot-side packages (the nodes)."""
-    out = []
-    for pkg in ROBOT_PACKAGES:
-        tree = ast.parse((SRC / pkg / "setup.py").read_text())
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and " = " in node.value \
-                    and ":" in node.value:
-                target = node.value.split(" = ", 1)[1].strip()
-                if target.partition(":")[0] not in WORKSTATION_MODULES:   # make_home_map: from the sim scene
-                    out.append(target)
-    return out
-
-
 # ----------------------------------------------------------------------------- static
 def test_no_import_cycles_in_any_package():
-    spec = importlib.util.spec_from_file_location("import_cycles", REPO / "tools" / "import_cycles.py")
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
+    tool = _tool("import_cycles")
     dirs = tool.package_dirs(REPO)
     assert {d.name for d in dirs} >= {"rlstack_bundle", "rlstack_learning", "rlstack_policy", "rlstack_mission",
                                       "rlstack_sim", "sim_bridges"}
@@ -136,46 +97,37 @@ def test_no_import_cycles_in_any_package():
 
 def test_robot_side_sources_import_nothing_from_the_workstation_side():
     bad = []
-    for name in robot_modules():
-        pkg = name.split(".")[0]
-        path = SRC / pkg / (name.replace(".", "/") + ".py")
-        if not path.exists():
-            path = SRC / pkg / name.replace(".", "/") / "__init__.py"
-        for node in ast.walk(ast.parse(path.read_text())):
+    for name in ROBOT.robot_modules():
+        for node in ast.walk(ast.parse(ROBOT.module_path(name).read_text())):
             mods = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module] if isinstance(node, ast.ImportFrom) and not node.level and node.module else []
             bad += [f"{name} imports {m}" for m in mods if m.split(".")[0] in BLOCKED]
     assert bad == []
-    assert len(entry_points()) >= 5, entry_points()
+    eps = ROBOT.entry_points()
+    assert {"rlstack_policy.policy_node:main", "rlstack_nav.nav_node:main", "rlstack_perception.node:main",
+            "rlstack_mission.mission_node:main"} <= set(eps), eps
 
 
 # ----------------------------------------------------------------------------- processes
 IMPORT_ALL = textwrap.dedent("""
-    import importlib, sys
+    import importlib.util, sys
     try:
         import torch  # noqa: F401
         print("BLOCKER-INEFFECTIVE")
     except ModuleNotFoundError:
         pass
-    failed = []
-    for name in sys.argv[1].split(","):
-        try:
-            importlib.import_module(name)
-        except Exception as exc:
-            failed.append(f"{name}: {type(exc).__name__}: {exc}")
-    for ep in sys.argv[2].split(","):
-        mod, _, fn = ep.partition(":")
-        if not callable(getattr(sys.modules.get(mod), fn, None)):
-            failed.append(f"entry point {ep} is not a function")
-    print("FAILED", failed)
-    print("LOADED", sorted(m for m in sys.modules if m.partition(".")[0] in sys.argv[3].split(",")))
+    spec = importlib.util.spec_from_file_location("robot_side", sys.argv[1])
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    print("FAILED", tool.import_all(tool.robot_modules(), tool.entry_points()))
+    print("LOADED", sorted(m for m in sys.modules if m.partition(".")[0] in tool.BLOCKED))
 """)
 
 
 def test_every_robot_side_module_imports_without_the_workstation_side(tmp_path):
-    modules, eps = robot_modules(), entry_points()
+    modules = ROBOT.robot_modules()
     assert "rlstack_policy.policy_node" in modules and "rlstack_mission.mission_node" in modules
-    out = subprocess.run([sys.executable, "-c", IMPORT_ALL, ",".join(modules), ",".join(eps), ",".join(BLOCKED)],
+    out = subprocess.run([sys.executable, "-c", IMPORT_ALL, str(REPO / "tools" / "robot_side.py")],
                          env={**os.environ, **robot_env(tmp_path)}, capture_output=True, text=True, timeout=300)
     text = out.stdout + out.stderr
     assert out.returncode == 0 and "BLOCKER-INEFFECTIVE" not in out.stdout, text
