@@ -1,6 +1,7 @@
 # rlstack: two commands do everything on a fresh machine.
 #   make demo   set up, then run the main job headless on the embedded default (PyBullet)
 #   make test   set up, then run every test (colcon test + tests/) and print one summary
+#   make setup ROBOT=1   the robot-side install only (no torch / SB3 / Gymnasium / PyBullet)
 # Every target that runs project code sources env.sh (venv, workspace, middleware settings).
 
 SHELL := /bin/bash
@@ -13,8 +14,8 @@ ENV := source ./env.sh
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
-setup: ## create .venv, install pinned deps, build ros2_ws (idempotent)
-	@bash tools/setup.sh
+setup: ## create .venv, install pinned deps, build ros2_ws (idempotent); ROBOT=1: the robot side only
+	@ROBOT="$(ROBOT)" bash tools/setup.sh
 
 build: setup ## alias of setup: the workspace build is part of it
 

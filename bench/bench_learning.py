@@ -179,7 +179,7 @@ def ros_lockstep(task: str, steps: int, train_steps: int) -> dict:
 def _inference(bundle_dir: str, calls: int, run_dir_model: str = None) -> dict:
     import onnxruntime as ort
 
-    from rlstack_learning.bundle import load
+    from rlstack_bundle.bundle import load
 
     b = load(bundle_dir)
     obs = np.random.default_rng(0).normal(size=(b.obs_dim,)).astype(np.float32)

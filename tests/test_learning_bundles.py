@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rlstack_learning.bundle import load
+from rlstack_bundle.bundle import load
 from rlstack_learning.play import play_bundle
 
 REPO = Path(__file__).resolve().parents[1]

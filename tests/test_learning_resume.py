@@ -15,7 +15,7 @@ import time
 
 import yaml
 
-from rlstack_learning.bundle import load as load_bundle
+from rlstack_bundle.bundle import load as load_bundle
 from rlstack_learning.checkpoints import latest_checkpoint, read_model_dir
 
 CKPT_FREQ = 1000

@@ -103,7 +103,7 @@ def test_step_zero_waits_for_a_published_command(ros_processes, ros_probe, param
 
 def test_train_node_trains_cartpole_over_ros_and_writes_a_bundle(ros_processes, ros_probe, params_dir, repo,
                                                                   tmp_path):
-    from rlstack_learning.bundle import load as load_bundle
+    from rlstack_bundle.bundle import load as load_bundle
 
     start_lockstep_bridge(ros_processes, params_dir)
     progress = ros_probe.subscribe("/train_node/progress", String, qos=PROGRESS_QOS)

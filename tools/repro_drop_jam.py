@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pybullet as p
 
-from rlstack_learning import bundle
+from rlstack_bundle import bundle
 from rlstack_learning.envs.mobile_lift import MobileLiftEnv
 from sim_bridges.scenes.mobile_table import TARGET
 

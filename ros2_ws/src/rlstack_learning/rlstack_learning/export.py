@@ -21,7 +21,7 @@ import numpy as np
 import yaml
 
 from rlstack_common import atomic
-from .bundle import load as load_bundle
+from rlstack_bundle.bundle import load as load_bundle
 from .checkpoints import load_model_dir
 from .envs import ENVS, EVAL_SEED_BASE
 from .onnx_export import exportable, sb3_deterministic_action, to_onnx_bytes
@@ -138,7 +138,7 @@ def _first_sentence(doc: Optional[str]) -> str:
 
 def export_run(run_dir: str, dest: str, which: str = "best", episodes: int = 100, progress: bool = True,
                bundle_name: Optional[str] = None) -> Dict[str, Any]:
-    from .train import git_commit, machine_info
+    from .provenance import git_commit, machine_info
 
     with open(os.path.join(run_dir, "config.yaml")) as f:
         cfg = yaml.safe_load(f)

@@ -37,7 +37,7 @@ def _play(env_id: str, policy, episodes: int, randomize: bool, video: Optional[s
 
 def play_bundle(path: str, episodes: int = 10, randomize: bool = False, video: Optional[str] = None,
                 seed_base: int = EVAL_SEED_BASE, env_kwargs: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    from .bundle import load
+    from rlstack_bundle.bundle import load
 
     b = load(path)
     return _play(b.io["env_id"], b.act, episodes, randomize, video, seed_base, env_kwargs)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import yaml
 
-from rlstack_learning.bundle import BundleError, load, main
+from rlstack_bundle.bundle import BundleError, load, main
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
-"""The machine-readable derive operations (rlstack_learning.derive), the term schema that uses
-them, and the package's lazy import (a policy node must not pull gymnasium/sim_bridges/torch)."""
+"""The machine-readable derive operations (rlstack_bundle.derive), the term schema that uses
+them (the envs' descriptors), and the tasks' registration on import of rlstack_learning."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from rlstack_learning import derive as D
-from rlstack_learning.terms import ObsTerm, Source, check_terms, derive
+from rlstack_bundle import derive as D
+from rlstack_bundle.terms import ObsTerm, Source, check_terms, derive
 
 
 def test_compose_tf_chain_matches_matrices():
@@ -93,13 +93,16 @@ def test_entry_points_match_envs():
     assert ENTRY_POINTS == {k: f"{c.__module__}:{c.__name__}" for k, c in ENVS.items()}
 
 
-def test_package_imports_lazily_and_still_registers():
+def test_package_registers_the_tasks_on_import():
+    """Issue 22: the bundle modules moved to rlstack_bundle (whose own tests check that it imports
+    nothing heavy), so this package needs no import hook any more: importing it registers every
+    task with Gymnasium, still without importing sim_bridges or torch (entry points are strings)."""
     code = (
         "import sys\n"
-        "import rlstack_learning, rlstack_learning.bundle, rlstack_learning.derive, rlstack_learning.terms\n"
-        "heavy = [m for m in ('gymnasium', 'sim_bridges', 'torch', 'stable_baselines3', 'pybullet') if m in sys.modules]\n"
+        "import rlstack_learning\n"
         "import gymnasium as gym\n"
-        "print(heavy, 'RlStack/PandaLift-v0' in gym.registry, 'sim_bridges' in sys.modules)\n"
+        "print(all(e in gym.registry for e in rlstack_learning.ENTRY_POINTS), "
+        "[m for m in ('sim_bridges', 'torch', 'stable_baselines3', 'pybullet') if m in sys.modules])\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert out.stdout.strip() == "[] True False", out.stdout + out.stderr
+    assert out.stdout.strip() == "True []", out.stdout + out.stderr

@@ -51,7 +51,7 @@ def test_exported_bundle_matches_run_model(cartpole_bundle):
     """The shipped artefact (through the bundle loader) acts like the trained model folder."""
     import os
 
-    from rlstack_learning.bundle import load
+    from rlstack_bundle.bundle import load
     from rlstack_learning.checkpoints import load_model_dir
 
     b = load(cartpole_bundle)

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 import rlstack_learning  # noqa: F401  (registers the envs)
-from rlstack_learning import derive as ops
+from rlstack_bundle import derive as ops
 from rlstack_learning.envs.mobile_lift import REST_Z, TARGET_Z, MobileLiftEnv
 
 REPO = Path(__file__).resolve().parents[4]
@@ -56,7 +56,7 @@ def test_io_descriptor_terms():
 
 
 def test_shipped_bundle_validates_and_matches_the_terms():
-    from rlstack_learning.bundle import load
+    from rlstack_bundle.bundle import load
 
     b = load(str(BUNDLE))   # BundleError listing every problem otherwise
     assert b.io == yaml.safe_load(yaml.safe_dump(MobileLiftEnv.io_descriptor())), \
@@ -71,7 +71,7 @@ def test_shipped_bundle_validates_and_matches_the_terms():
 def test_bundle_validator_checks_safe_action(tmp_path, value, ok):
     import shutil
 
-    from rlstack_learning.bundle import BundleError, load
+    from rlstack_bundle.bundle import BundleError, load
 
     dest = tmp_path / "b"
     shutil.copytree(BUNDLE, dest)
@@ -84,7 +84,7 @@ def test_bundle_validator_checks_safe_action(tmp_path, value, ok):
         with pytest.raises(BundleError, match="'gripper'.*safe_action"):
             load(str(dest))
     with pytest.raises(ValueError, match="safe_action"):
-        from rlstack_learning.terms import ActTerm, Source, check_terms
+        from rlstack_bundle.terms import ActTerm, Source, check_terms
 
         check_terms(MobileLiftEnv.obs_terms, (ActTerm("g", "1", Source("/g", "std_msgs/msg/Bool", "data"),
                                                       (-1.0, 1.0), safe_action="brake"),))

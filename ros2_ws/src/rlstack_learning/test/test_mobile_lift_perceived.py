@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import rlstack_learning  # noqa: F401  (registers the envs)
-from rlstack_learning import derive as ops
+from rlstack_bundle import derive as ops
 from rlstack_learning.envs.mobile_lift_perceived import MobileLiftPerceivedEnv, PerceptionError, perceived_expert
 
 EVAL = 2**30
@@ -143,7 +143,7 @@ def test_shipped_bundle_matches_the_terms_and_meets_the_bar():
 
     import yaml
 
-    from rlstack_learning.bundle import load
+    from rlstack_bundle.bundle import load
 
     bundle = Path(__file__).resolve().parents[4] / "policies" / "mobile_lift_perceived"
     b = load(str(bundle))

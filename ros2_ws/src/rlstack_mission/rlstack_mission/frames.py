@@ -3,7 +3,7 @@
 ``tf2_ros`` is not available everywhere rlstack runs, and the mission needs only a few lookups
 (grasp point in base_link, ground truth and semantic-map positions in the map frame), so it keeps
 the latest transform of every frame and composes chains itself, with the same math as the
-policy node (:mod:`rlstack_learning.derive`).
+policy node (:mod:`rlstack_bundle.frames`).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
-from rlstack_learning.derive import quat_mul, quat_rotate, walk_up
-from rlstack_learning.derive import yaw as yaw_of  # noqa: F401 - re-exported: yaw of (x, y, z, w)
+from rlstack_bundle.frames import quat_mul, quat_rotate, walk_up
+from rlstack_bundle.frames import yaw as yaw_of  # noqa: F401 - re-exported: yaw of (x, y, z, w)
 
 Vec3 = Tuple[float, float, float]
 Quat = Tuple[float, float, float, float]

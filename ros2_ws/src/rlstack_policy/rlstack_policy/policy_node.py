@@ -1,8 +1,9 @@
 """policy_node: serve a policy bundle (ONNX + io.yaml) as a ROS 2 lifecycle node.
 
-Thin adapter around :mod:`rlstack_policy.core` (docs/policy_node.md):
+Thin adapter around :mod:`rlstack_policy.core` and :mod:`rlstack_policy.runner`
+(docs/policy_node.md): parameters, topics, timers, lifecycle, conversions.
 
-* configure: load and validate the bundle (``rlstack_learning.bundle.load``: files, YAML,
+* configure: load and validate the bundle (``rlstack_bundle.bundle.load``: files, YAML,
   descriptor, ONNX sizes vs descriptor, SHA-256; no torch, no pickle), compile the
   descriptor against the ROS message types, create one subscription per observation topic
   and one publisher per action topic. Any problem: a clear error, the node stays up and
@@ -16,7 +17,6 @@ Thin adapter around :mod:`rlstack_policy.core` (docs/policy_node.md):
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 import threading
@@ -24,8 +24,6 @@ import time
 from typing import Any, Dict, List, Optional
 
 import numpy as np
-import rclpy
-import yaml
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.clock import Clock, ClockType
@@ -36,34 +34,9 @@ from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
 
 from rlstack_common import declare_parameter, run_node
-from rlstack_policy import core
+from rlstack_policy import core, runner
 
 TRIGGERS = ("timer", "message")
-
-
-class _Loaded:
-    """A bundle ready to run: session, plans, assembler, shaper."""
-
-    def __init__(self, bundle: Any, obs_plan: core.ObsPlan, act_plan: core.ActPlan, safe: List[Any],
-                 max_rate: np.ndarray, rate_hz: float, stale_periods: float) -> None:
-        self.bundle = bundle
-        self.path = bundle.path
-        self.io = bundle.io
-        self.task = bundle.io.get("task", "?")
-        self.obs_plan, self.act_plan = obs_plan, act_plan
-        self.rate_hz = rate_hz
-        self.period_s = 1.0 / rate_hz
-        bundle_period = 1.0 / float(bundle.io["control_rate_hz"])
-        self.assembler = core.ObservationAssembler(obs_plan, bundle_period, stale_periods * self.period_s)
-        self.shaper = core.ActionShaper(act_plan, rate_hz, max_rate, safe)
-        self.session = bundle.session
-        self.input_name = self.session.get_inputs()[0].name
-        self.output_name = self.session.get_outputs()[0].name
-        self.x = np.zeros((1, obs_plan.size), dtype=np.float32)
-
-    def act(self, obs: np.ndarray) -> np.ndarray:
-        self.x[0, :] = obs
-        return self.session.run([self.output_name], {self.input_name: self.x})[0][0]
 
 
 class PolicyNode(LifecycleNode):
@@ -91,8 +64,8 @@ class PolicyNode(LifecycleNode):
           "Needs CAP_SYS_NICE / rtprio; refused: a warning and normal scheduling", min_value=0, max_value=99)
         self._set_priority(self.get_parameter("realtime_priority").value)
         self._params_ready = True
-        self._loaded: Optional[_Loaded] = None
-        self._pending: Optional[Any] = None          # _Loaded, or an error string, from the swap thread
+        self._loaded: Optional[runner.LoadedPolicy] = None
+        self._pending: Optional[Any] = None          # LoadedPolicy, or an error string, from the swap thread
         self._pending_lock = threading.Lock()
         self._swap_thread: Optional[threading.Thread] = None
         self._reverting = False
@@ -154,19 +127,10 @@ class PolicyNode(LifecycleNode):
             return [] if (len(value) == 1 and value[0] < 0) else value
         return [v for v in value if v != ""]
 
-    def _prepare(self, path: str, io: Optional[Dict[str, Any]] = None, bundle: Any = None) -> _Loaded:
-        """Compile (and, without ``bundle``, load) a bundle; raise with a readable message."""
-        if bundle is None:
-            from rlstack_learning.bundle import load  # numpy/yaml/onnx/onnxruntime only; no torch, no pickle
-
-            bundle = load(path)
-        io = bundle.io
-        obs_plan, act_plan = core.compile_io(io, core.parse_key_indices(self._list_param("key_indices")),
-                                             core.parse_remaps(self._list_param("topic_remaps")))
-        safe = core.parse_safe(self._list_param("safe_action"), act_plan, io)
-        max_rate = core.parse_max_rate(self._list_param("max_rate"), act_plan, io)
-        rate = self.get_parameter("rate_hz").value or float(io["control_rate_hz"])
-        return _Loaded(bundle, obs_plan, act_plan, safe, max_rate, rate, self.get_parameter("stale_periods").value)
+    def _options(self) -> runner.ServeOptions:
+        return runner.ServeOptions(self._list_param("key_indices"), self._list_param("topic_remaps"),
+                                   self._list_param("safe_action"), self._list_param("max_rate"),
+                                   self.get_parameter("rate_hz").value, self.get_parameter("stale_periods").value)
 
     # ------------------------------------------------------------------ lifecycle
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -177,7 +141,7 @@ class PolicyNode(LifecycleNode):
                 raise core.SpecError(f"trigger must be one of {', '.join(TRIGGERS)}, got '{self._trigger}'")
             if not path:
                 raise core.SpecError("parameter bundle_path is empty: give the policy bundle folder")
-            loaded = self._prepare(os.path.abspath(path))
+            loaded = runner.prepare(os.path.abspath(path), self._options())
         except Exception as exc:  # BundleError, SpecError, anything unexpected: stay unconfigured
             self._last_error = f"configure failed: {exc}"
             self.get_logger().error(self._last_error)
@@ -192,7 +156,7 @@ class PolicyNode(LifecycleNode):
             f" at {loaded.rate_hz:g} Hz, trigger {self._trigger})")
         return TransitionCallbackReturn.SUCCESS
 
-    def _wire(self, loaded: _Loaded) -> None:
+    def _wire(self, loaded: runner.LoadedPolicy) -> None:
         qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         for topic, typ in loaded.obs_plan.topics.items():
             cls = core.message_class(typ)
@@ -298,10 +262,7 @@ class PolicyNode(LifecycleNode):
             self._revert_param()
             return
         old = self._loaded
-        old.assembler.replay_into(pending.assembler)
-        pending.assembler.mark_step()
-        if old.shaper.last is not None and pending.act_plan.size == old.act_plan.size:
-            pending.shaper.commit(old.shaper.last)
+        runner.hand_over(old, pending)
         self._loaded = pending
         self._swaps += 1
         self._last_swap = f"ok: {pending.path} (task {pending.task})"
@@ -319,23 +280,9 @@ class PolicyNode(LifecycleNode):
             self._stats.tick(t0, timer=False)
         now = self._now()
         self._last_step_clock = now
-        fault = "e-stop latched" if self._estop.latched else None
-        obs = None
-        if fault is None:
-            obs, fault = loaded.assembler.assemble(now)
-        cmd = None
-        if fault is None:
-            out = loaded.act(obs)
-            try:
-                if not np.all(np.isfinite(out)):
-                    raise ValueError(f"network output not finite: {out.tolist()}")
-                cmd = loaded.shaper.command(out)
-            except ValueError as exc:
-                fault = str(exc)
-        loaded.assembler.mark_step()
+        cmd, fault = runner.control_step(loaded, now, self._estop.latched)
         if fault is not None:
-            cmd = loaded.shaper.safe()
-            reason = fault.split(":")[0].split()[0] if fault.strip() else "unknown"
+            reason = runner.fault_reason(fault)
             self._safe_steps_by_reason[reason] = self._safe_steps_by_reason.get(reason, 0) + 1
         self._publish(cmd, safe=fault is not None)
         if fault != self._fault:
@@ -380,39 +327,16 @@ class PolicyNode(LifecycleNode):
         """Fast checks before loading: folder, io.yaml, wiring. '' = go ahead."""
         if self._swap_thread is not None and self._swap_thread.is_alive():
             return "another swap is still loading"
-        path = os.path.abspath(path or "")
-        io_path = os.path.join(path, "io.yaml")
-        if not os.path.isdir(path):
-            return f"no such bundle directory '{path}'"
-        try:
-            with open(io_path, encoding="utf-8") as f:
-                io = yaml.safe_load(f)
-            if not isinstance(io, dict):
-                raise core.SpecError("not a YAML mapping")
-            obs_topics, act_topics = core.descriptor_topics(io, core.parse_remaps(self._list_param("topic_remaps")))
-            problems = core.wiring_mismatch(self._wired_obs, self._wired_act, obs_topics, act_topics)
-            if problems:
-                return "; ".join(problems)
-            obs_plan, act_plan = core.compile_io(io, core.parse_key_indices(self._list_param("key_indices")),
-                                                 core.parse_remaps(self._list_param("topic_remaps")))
-            core.parse_safe(self._list_param("safe_action"), act_plan, io)
-            core.parse_max_rate(self._list_param("max_rate"), act_plan, io)
-        except Exception as exc:
-            return f"{io_path}: {exc}"
-        problems = core.wiring_mismatch(self._wired_obs, self._wired_act, obs_plan, act_plan)
-        return "; ".join(problems)
+        return runner.check_swap(path, self._options(), self._wired_obs, self._wired_act)
 
     def _start_swap(self, path: str) -> None:
         self._swap_from = self._loaded.path
         self._last_swap = f"loading {path}"
 
+        opts = self._options()
+
         def work() -> None:
-            try:
-                loaded = self._prepare(os.path.abspath(path))
-                problems = core.wiring_mismatch(self._wired_obs, self._wired_act, loaded.obs_plan, loaded.act_plan)
-                result: Any = "; ".join(problems) if problems else loaded
-            except Exception as exc:
-                result = str(exc).replace("\n", " ")
+            result = runner.load_for_swap(path, opts, self._wired_obs, self._wired_act)
             with self._pending_lock:
                 self._pending = result
 
@@ -435,17 +359,8 @@ class PolicyNode(LifecycleNode):
         state = "active" if self._active else ("inactive" if loaded else "unconfigured")
         values: Dict[str, Any] = {"state": state, "bundle": loaded.path if loaded else "", "trigger": self._trigger,
                                   "last_error": self._last_error}
-        if loaded:
-            summary = self._stats.summary(time.perf_counter())
-            values.update({
-                "task": loaded.task, "control_rate_hz": loaded.rate_hz,
-                **{k: (round(v, 4) if isinstance(v, float) else v) for k, v in summary.items()},
-                "safe_reason": self._fault or "none", "stale_events": self._stale_events,
-                "safe_steps_by_reason": ",".join(f"{k}={n}" for k, n in sorted(self._safe_steps_by_reason.items()))
-                or "none",
-                "clipped": loaded.shaper.clipped, "rate_limited": loaded.shaper.rate_limited,
-                "last_command": [round(float(c), 6) for c in (loaded.shaper.last if loaded.shaper.last is not None else [])],
-            })
+        values.update(runner.diagnostic_values(loaded, self._stats.summary(time.perf_counter()), self._fault,
+                                               self._stale_events, self._safe_steps_by_reason))
         values.update({
             "estop": "latched" if self._estop.latched else ("asserted" if self._estop.asserted else "clear"),
             "estop_trips": self._estop.trips, "rejected_total": sum(self._rejected.values()),

@@ -359,7 +359,7 @@ def test_loop_stats():
 
 
 def test_real_bundle_runs_through_onnxruntime_without_torch():
-    from rlstack_learning.bundle import load
+    from rlstack_bundle.bundle import load
 
     b = load(str(REPO / "policies/cartpole"))
     obs, act = core.compile_io(b.io)

@@ -50,7 +50,7 @@ def test_configure_loads_no_torch_and_no_pickle():
 
 def test_lift_bundle_configures_without_training_stack():
     """The lift descriptor (tf_position, sum, sin/cos_kyaw, offset_minus, distance) compiles; configure
-    imports no torch, SB3, gymnasium, sim_bridges or pybullet (rlstack_learning imports lazily)."""
+    imports no torch, SB3, gymnasium, sim_bridges or pybullet (bundles come from rlstack_bundle)."""
     loaded = []
     (ok, act, torch, sb3, err), _ = run(str(REPO / "policies/lift"), "red_cube=1", loaded)
     assert (ok, act, torch, sb3) == ("True", "True", "False", "False"), err

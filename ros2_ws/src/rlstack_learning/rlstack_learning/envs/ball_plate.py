@@ -24,7 +24,7 @@ import numpy as np
 from sim_bridges.robots.ball_plate import BALL_DIAMETER, PITCH_JOINT, PLATE_HEIGHT, PLATE_SIZE, ROLL_JOINT, TILT_LIMIT
 
 from ..randomization import DomainRandomization
-from ..terms import ActTerm, ObsTerm, Source
+from rlstack_bundle.terms import ActTerm, ObsTerm, Source
 from .base import SimTaskEnv
 
 HALF = 0.5 * PLATE_SIZE

@@ -25,7 +25,7 @@ import numpy as np
 from sim_bridges import make_backend
 
 from ..randomization import DomainRandomization, PyBulletDynamics
-from ..terms import ActTerm, ObsTerm, check_terms, io_descriptor
+from rlstack_bundle.terms import ActTerm, ObsTerm, check_terms, io_descriptor
 
 #: Episode seeds drawn during training lie in [0, TRAIN_SEED_LIMIT).
 TRAIN_SEED_LIMIT = 2**29

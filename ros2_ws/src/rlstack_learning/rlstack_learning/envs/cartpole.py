@@ -15,7 +15,7 @@ import numpy as np
 from sim_bridges.robots.cartpole import CART_JOINT, POLE_JOINT
 
 from ..randomization import DomainRandomization
-from ..terms import ActTerm, ObsTerm, Source
+from rlstack_bundle.terms import ActTerm, ObsTerm, Source
 from .base import SimTaskEnv
 
 MAX_FORCE = 10.0

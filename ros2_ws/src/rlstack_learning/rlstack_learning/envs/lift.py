@@ -11,7 +11,7 @@ Observation (11): grasp-point position (forward kinematics of ``/joint_states``,
 (as sin/cos of 4 x yaw: a cube looks the same every 90 deg) from the bridge's ground truth
 (or a perception topic), the height still to lift and the cube-to-grasp-point distance. Every
 term that is not read as is declares a machine-readable ``derive`` (``tf_position``, ``sum``,
-``sin_kyaw``/``cos_kyaw``, ``offset_minus``, ``distance``; ``rlstack_learning.derive``), and
+``sin_kyaw``/``cos_kyaw``, ``offset_minus``, ``distance``; ``rlstack_bundle.derive``), and
 ``_raw_obs`` computes the observation through those same operations, which the policy node
 also uses: training and serving cannot diverge.
 
@@ -27,9 +27,9 @@ import numpy as np
 from sim_bridges.robots.panda import FINGER_JOINTS
 from sim_bridges.scenes.panda_table import CUBE_SIZE, TABLE_TOP
 
-from .. import derive as ops
+from rlstack_bundle import derive as ops
 from ..randomization import DomainRandomization
-from ..terms import ActTerm, ObsTerm, Source, derive
+from rlstack_bundle.terms import ActTerm, ObsTerm, Source, derive
 from .base import SimTaskEnv
 
 CUBE = "red_cube"
@@ -142,7 +142,7 @@ class PandaLiftEnv(SimTaskEnv):
 
     def _raw_obs(self) -> np.ndarray:
         # what each term's source reads (before its derive); the declared derive ops
-        # (rlstack_learning.derive, shared with the policy node) do the rest
+        # (rlstack_bundle.derive, shared with the policy node) do the rest
         ee = self.ee_position()
         js = self.sim.joint_state()
         cube = self.sim.ground_truth()[CUBE]
@@ -214,7 +214,7 @@ def main(argv=None) -> int:
 
     import gymnasium as gym
 
-    from ..envs import EVAL_SEED_BASE
+    from .base import EVAL_SEED_BASE
     from ..evaluate import run_episodes, write_video
 
     p = argparse.ArgumentParser(description="scripted-expert baseline of the Panda lift task")

@@ -38,8 +38,8 @@ import numpy as np
 from sim_bridges.robots.panda import FINGER_JOINTS
 from sim_bridges.scenes.mobile_table import CUBE_REST_Z, TARGET
 
-from .. import derive as ops
-from ..terms import ActTerm, ObsTerm, Source, derive
+from rlstack_bundle import derive as ops
+from rlstack_bundle.terms import ActTerm, ObsTerm, Source, derive
 from .lift import EE_FRAME, HOLD_STEPS, LIFT_HEIGHT, MAX_DELTA, PandaLiftEnv, scripted_expert
 
 BASE_FRAME = "base_link"
@@ -180,7 +180,7 @@ def main(argv=None) -> int:
 
     import gymnasium as gym
 
-    from ..envs import EVAL_SEED_BASE
+    from .base import EVAL_SEED_BASE
     from ..evaluate import run_episodes, write_video
 
     p = argparse.ArgumentParser(description="scripted-expert baseline of the mobile-manipulator lift task")

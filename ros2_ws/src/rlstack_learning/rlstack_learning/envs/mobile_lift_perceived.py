@@ -45,8 +45,8 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-from .. import derive as ops
-from ..terms import ObsTerm, Source
+from rlstack_bundle import derive as ops
+from rlstack_bundle.terms import ObsTerm, Source
 from .lift import HOLD_HEIGHT, HOLD_STEPS, LIFT_HEIGHT, MAX_DELTA
 from .mobile_lift import BASE_FRAME, MobileLiftEnv, _inverse, in_base_frame
 
@@ -270,7 +270,7 @@ def main(argv=None) -> int:
     import argparse
     import json
 
-    from ..envs import EVAL_SEED_BASE
+    from .base import EVAL_SEED_BASE
     from ..evaluate import run_episodes
 
     p = argparse.ArgumentParser(description="perceived-pose expert baseline of the robot-mode mobile lift")

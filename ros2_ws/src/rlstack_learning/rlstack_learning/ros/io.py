@@ -57,7 +57,7 @@ class ObsReader:
         self.topic_types: Dict[str, str] = {}
         for t in obs_terms:
             s = t.source
-            # legacy text or a machine-readable mapping (rlstack_learning.derive): its op name
+            # legacy text or a machine-readable mapping (rlstack_bundle.derive): its op name
             derive = (s.derive.get("op", "") if isinstance(s.derive, dict) else (s.derive or "")).lower().replace("_", " ")
             if s.msg_type == JOINT_STATE and s.field in ("position", "velocity", "effort"):
                 keys = [k for k in (s.key or "").split(",") if k]

@@ -1,13 +1,14 @@
-"""Policy bundles: load, validate, run. Needs numpy, PyYAML, onnx and onnxruntime only
-(no torch, no SB3, no pickle), so a policy node can reuse it as is.
+"""Policy bundles: load, validate, run. Needs numpy, PyYAML and onnxruntime only (no torch, no
+SB3, no ``onnx``, no pickle): training writes bundles (``rlstack_learning.export``), the policy
+node serves them, and both use this module.
 
-    python -m rlstack_learning.bundle validate policies/cartpole [policies/ball_plate ...]
-    python -m rlstack_learning.bundle info policies/cartpole
+    python -m rlstack_bundle validate policies/cartpole [policies/ball_plate ...]
+    python -m rlstack_bundle info policies/cartpole
 
 A bundle is a folder::
 
     policy.onnx       obs (batch, n_obs) float32 -> action; normalisation folded in
-    io.yaml           observation/action terms (see rlstack_learning.terms)
+    io.yaml           observation/action terms (see rlstack_bundle.terms)
     provenance.yaml   task, algorithm, seed, steps, commit, hyperparameters, wall time, machine,
                       policy_onnx_sha256
     evaluation.yaml   measured results (episodes, seeds, success rate with and without DR)
@@ -168,33 +169,37 @@ def _check_io(io: Dict[str, Any], problems: List[str]) -> None:
 
 
 def _dim(d: Any) -> Optional[int]:
-    return d.dim_value if d.HasField("dim_value") else None
+    """A static dimension of an onnxruntime shape (an int), or None for a symbolic/unknown one."""
+    return d if isinstance(d, int) and not isinstance(d, bool) else None
 
 
 def _check_onnx(path: str, io: Dict[str, Any], problems: List[str]):
-    import onnx
+    """Open the model with onnxruntime alone (no ``onnx`` package: the robot side has none) and
+    check its input/output names and shapes against the descriptor, then run it on zeros."""
     import onnxruntime as ort
 
     try:
-        model = onnx.load(path)
-        onnx.checker.check_model(model)
-    except Exception as exc:  # onnx raises DecodeError, ValidationError, ...
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = 1
+        opts.inter_op_num_threads = 1
+        session = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # InvalidProtobuf, Fail, InvalidGraph, ...
         problems.append(f"policy.onnx: not a valid ONNX model: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
         return None
     n_obs = len(io.get("observation") or [])
     n_act = len(io.get("action") or [])
     discrete = io["model"]["output"].get("kind") == "discrete"
-    inputs, outputs = model.graph.input, model.graph.output
+    inputs, outputs = session.get_inputs(), session.get_outputs()
     if len(inputs) != 1 or inputs[0].name != "obs":
         problems.append(f"policy.onnx: expected one input named 'obs', got {[i.name for i in inputs]}")
         return None
     if len(outputs) != 1 or outputs[0].name != "action":
         problems.append(f"policy.onnx: expected one output named 'action', got {[o.name for o in outputs]}")
         return None
-    in_dims = [_dim(d) for d in inputs[0].type.tensor_type.shape.dim]
+    in_dims = [_dim(d) for d in inputs[0].shape]
     if len(in_dims) != 2 or in_dims[1] != n_obs:
         problems.append(f"policy.onnx: input 'obs' has shape {in_dims}, but io.yaml declares {n_obs} observation terms")
-    out_dims = [_dim(d) for d in outputs[0].type.tensor_type.shape.dim]
+    out_dims = [_dim(d) for d in outputs[0].shape]
     if discrete and len(out_dims) != 1:
         problems.append(f"policy.onnx: discrete output 'action' must be (batch,), got {out_dims}")
     if not discrete and (len(out_dims) != 2 or out_dims[1] != n_act):
@@ -202,10 +207,6 @@ def _check_onnx(path: str, io: Dict[str, Any], problems: List[str]):
     if problems:
         return None
     try:
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = 1
-        opts.inter_op_num_threads = 1
-        session = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
         out = session.run(None, {"obs": np.zeros((2, n_obs), np.float32)})[0]
     except Exception as exc:
         problems.append(f"policy.onnx: onnxruntime cannot run it: {exc}")
@@ -260,7 +261,7 @@ def validate(path: str) -> Bundle:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rlstack_learning.bundle", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m rlstack_bundle", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
     v = sub.add_parser("validate", help="check bundles; exit 1 if any is invalid")
     v.add_argument("paths", nargs="+")

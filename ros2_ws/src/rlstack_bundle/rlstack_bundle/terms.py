@@ -12,7 +12,7 @@ Conventions (also written into every ``io.yaml``):
   ``source`` (topic + field + key); observation normalisation is folded into the ONNX
   graph, so the node does nothing else.
 * a value that is not read as is has a machine-readable ``source.derive``: a mapping with an
-  ``op`` from the closed set of :mod:`rlstack_learning.derive` (``tf_position``, ``sum``,
+  ``op`` from the closed set of :mod:`rlstack_bundle.derive` (``tf_position``, ``sum``,
   ``sin_kyaw``, ``cos_kyaw``, ``offset_minus``, ``distance``, ``finite_difference``), which
   the envs and the policy node both evaluate with that module's functions;
 * network output ``action[j]`` lies in ``[-1, 1]`` (continuous); the command sent is
@@ -40,7 +40,7 @@ class Source:
     :param field: message field (dotted path), e.g. ``position`` or ``poses[].position.x``
     :param key: element selector inside an array field (a joint name, an object name)
     :param derive: how the value is computed from the field, if not read as is: a mapping
-        ``{"op": ..., params}`` (see :mod:`rlstack_learning.derive`; build it with :func:`derive`),
+        ``{"op": ..., params}`` (see :mod:`rlstack_bundle.derive`; build it with :func:`derive`),
         or, for action targets and legacy observation terms, text (``open = value > 0``,
         ``finite difference ...``)
     """

@@ -1,0 +1,71 @@
+"""Frame math shared by training, the policy node and the mission: quaternions (x, y, z, w),
+yaw, and pose composition along a TF tree. Pure Python + math (no numpy, no rclpy).
+
+The ``tf_position`` derive op (:mod:`rlstack_bundle.derive`) composes a chain with
+:func:`compose`; the mission (``rlstack_mission.frames``) uses :func:`walk_up` for its own
+lookups, so both read ``/tf`` with the same arithmetic.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping, Optional, Sequence, Tuple
+
+Vec3 = Tuple[float, float, float]
+Quat = Tuple[float, float, float, float]  # x, y, z, w
+
+
+def yaw(q: Sequence[float]) -> float:
+    """Yaw (about z) of a unit quaternion (x, y, z, w)."""
+    x, y, z, w = (float(v) for v in q)
+    return math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+
+
+def quat_mul(a: Sequence[float], b: Sequence[float]) -> Quat:
+    ax, ay, az, aw = a
+    bx, by, bz, bw = b
+    return (aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+            aw * bw - ax * bx - ay * by - az * bz)
+
+
+def quat_rotate(q: Sequence[float], v: Sequence[float]) -> Vec3:
+    x, y, z, w = q
+    vx, vy, vz = v
+    # v' = v + 2 w (u x v) + 2 u x (u x v), u = (x, y, z)
+    cx, cy, cz = y * vz - z * vy, z * vx - x * vz, x * vy - y * vx
+    ccx, ccy, ccz = y * cz - z * cy, z * cx - x * cz, x * cy - y * cx
+    return (vx + 2.0 * (w * cx + ccx), vy + 2.0 * (w * cy + ccy), vz + 2.0 * (w * cz + ccz))
+
+
+def compose(lookup: Mapping[str, Tuple[str, Vec3, Quat]], parent: str, child: str,
+            max_depth: int = 64) -> Tuple[Vec3, Quat]:
+    """Pose of ``child`` in ``parent`` from ``lookup[frame] = (its parent, translation, rotation xyzw)``
+    (a TF tree: each frame has one parent). Walks up from ``child``; KeyError naming the first
+    frame that has no known parent when ``parent`` is not an ancestor."""
+    _, pos, rot = walk_up(lookup, child, parent, max_depth)
+    return pos, rot
+
+
+def walk_up(lookup: Mapping[str, Tuple[str, Vec3, Quat]], child: str, ancestor: Optional[str] = None,
+            max_depth: int = 64) -> Tuple[str, Vec3, Quat]:
+    """(frame reached, pose of ``child`` in it): walk up the tree from ``child`` to ``ancestor``, or
+    with ``ancestor=None`` to the root (the first frame without a known parent)."""
+    pos: Vec3 = (0.0, 0.0, 0.0)
+    rot: Quat = (0.0, 0.0, 0.0, 1.0)
+    frame = child
+    for _ in range(max_depth):
+        if frame == ancestor:
+            return frame, pos, rot
+        if frame not in lookup:
+            if ancestor is None:
+                return frame, pos, rot
+            raise KeyError(f"no transform to frame '{frame}' (chain {ancestor} -> {child})")
+        up, t, q = lookup[frame]
+        # pose in 'up' = T(up<-frame) * pose in 'frame'
+        r = quat_rotate(q, pos)
+        pos = (t[0] + r[0], t[1] + r[1], t[2] + r[2])
+        rot = quat_mul(q, rot)
+        frame = up
+    raise KeyError(f"transform chain {ancestor or 'root'} -> {child} longer than {max_depth} frames (a loop?)")
