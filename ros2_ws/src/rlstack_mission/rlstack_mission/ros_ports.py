@@ -412,6 +412,7 @@ class RosPorts:
         pressing on something: a placed object on the floor)."""
         t_end = self._sim_now() + timeout_s
         last_pos, last_t = self._ee(), self._sim_now()
+        sent_gripper: Optional[float] = None
         while self._sim_now() < t_end:
             self._check_cancel()
             ee = self._ee()
@@ -427,8 +428,11 @@ class RosPorts:
             # with it) back and forth around the goal (recorded in a demo).
             step = np.clip(0.33 * err, -0.015, 0.015)
             self.n.ee_pub.publish(Vector3(x=float(step[0]), y=float(step[1]), z=float(step[2])))
-            if gripper_open is not None:
+            if gripper_open is not None and (sent_gripper is None or time.monotonic() - sent_gripper > 1.0):
+                # once, then once a second: the bridge latches the gripper, and a command every
+                # step only queued up behind the arm's
                 self.n.gripper_pub.publish(Bool(data=gripper_open))
+                sent_gripper = time.monotonic()
             time.sleep(self.period)
         return False
 
@@ -446,14 +450,28 @@ class RosPorts:
         self._move_ee(up, 2.0, gripper_open=True)
         self._move_ee(self.n.carry_point, 4.0, gripper_open=True)
 
+    def _settled_finger_width(self, timeout_s: float) -> float:
+        """The finger opening once the fingers stop moving after a command (or at ``timeout_s``, sim
+        time): a fixed wait read the opening before a late 'close' had reached the gripper."""
+        t_end = self._sim_now() + timeout_s
+        start = last = self.n.fingers if self.n.fingers is not None else 0.0
+        moved = False
+        while self._sim_now() < t_end:
+            self._sim_sleep(0.2)
+            width = self.n.fingers if self.n.fingers is not None else 0.0
+            moved = moved or abs(width - start) > 0.005    # the command has reached the gripper
+            if width <= self.n.min_finger_width or (moved and abs(width - last) < 0.001):
+                return width
+            last = width
+        return last
+
     def _hand_is_empty(self) -> bool:
         """Robot mode, after opening at the drop-off: close the fingers once more and feel. They close
         (below ``min_finger_width``) on an empty hand, and stop on an object still wedged there.
         The gripper is opened again either way."""
         self._move_ee(self._ee() + np.array([0.0, 0.0, 0.03]), 1.0, gripper_open=True)   # clear of a placed cube's top
         self.n.gripper_pub.publish(Bool(data=False))
-        self._sim_sleep(0.6)
-        width = self.n.fingers if self.n.fingers is not None else 0.0
+        width = self._settled_finger_width(timeout_s=2.0)
         self.n.gripper_pub.publish(Bool(data=True))
         self._sim_sleep(0.5)
         empty = width <= self.n.min_finger_width
