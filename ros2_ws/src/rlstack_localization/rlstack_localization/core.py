@@ -81,6 +81,7 @@ class LocalizerParams:
     max_range: float = 5.0            # m from the camera
     self_filter_radius: float = 0.55  # m around base_link: the arm and what it holds
     stride: int = 4                   # every stride-th depth pixel
+    scan_angle_step: float = 0.01     # rad: bearing bin of the virtual laser scan (nearest return per bin)
     max_points: int = 300             # thinned scan size
     min_points: int = 30              # fewer: DEGRADED (nothing to match)
     # matching
@@ -124,17 +125,20 @@ class LocalizerParams:
             raise ValueError("ok_inlier_ratio must be in (0, 1]")
         if self.stride < 1 or self.lost_after_frames < 1 or self.recover_after_frames < 1 or self.max_points < 1:
             raise ValueError("stride, max_points, lost_after_frames and recover_after_frames must be >= 1")
+        if self.scan_angle_step <= 0:
+            raise ValueError("scan_angle_step must be > 0")
         if self.search_yaw_step <= 0 or self.huber <= 0 or self.search_sigma <= 0 or self.inlier_distance <= 0:
             raise ValueError("search_yaw_step, huber, search_sigma and inlier_distance must be > 0")
 
 
 def virtual_scan(depth: np.ndarray, fx: float, fy: float, cx: float, cy: float, base_from_optical: np.ndarray,
-                 base_height: float, params: LocalizerParams, cell: float = 0.05) -> np.ndarray:
+                 base_height: float, params: LocalizerParams, cell: float = 0.05) -> np.ndarray:  # noqa: ARG001
     """Depth image (optical-axis metres, NaN = no return) -> (N, 2) points in ``base_link``.
 
     ``base_from_optical``: 4x4 pose of the optical frame in ``base_link``; ``base_height``: height
     of ``base_link`` above the floor (m). Keeps returns within the height band and outside the
-    self-filter circle, one per ``cell`` square (the nearest to the robot), at most ``max_points``.
+    self-filter circle, the nearest per ``scan_angle_step`` of bearing (a virtual laser scan), at most
+    ``max_points``. ``cell`` is unused (kept for callers).
     """
     d = np.asarray(depth, np.float32)
     if d.ndim != 2:
@@ -154,12 +158,16 @@ def virtual_scan(depth: np.ndarray, fx: float, fy: float, cx: float, cy: float, 
     xy = pts[keep, :2]
     if len(xy) == 0:
         return np.zeros((0, 2))
-    # one point per cell: the nearest to the robot (what a laser would see first)
-    order = np.argsort(r2[keep], kind="stable")
-    xy = xy[order]
-    keys = np.floor(xy / cell).astype(np.int64)
-    _, first = np.unique(keys[:, 0] * 1_000_003 + keys[:, 1], return_index=True)
-    xy = xy[np.sort(first)]
+    # a laser-like scan: per bearing bin, the return nearest to the robot. What lies behind it
+    # (the top of a table seen from above, objects on it, the wall behind) is dropped: the top of
+    # a box is inside its map footprint, not on the footprint's edge.
+    r = np.sqrt(r2[keep])
+    bins = np.floor(np.arctan2(xy[:, 1], xy[:, 0]) / p.scan_angle_step).astype(np.int64)
+    order = np.lexsort((r, bins))
+    b = bins[order]
+    first = np.ones(len(b), bool)
+    first[1:] = b[1:] != b[:-1]
+    xy = xy[order[first]]
     if len(xy) > p.max_points:
         xy = xy[np.linspace(0, len(xy) - 1, p.max_points).astype(int)]
     return xy

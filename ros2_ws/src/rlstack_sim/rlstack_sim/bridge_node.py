@@ -226,6 +226,8 @@ class SimBridge(Node):
             self.gt_frame = self.root_frame
         self.gt_pose_pub = pub(PoseArray, f"{self.gt_ns}/poses", 10) if self.k_gt else None
         self.gt_marker_pub = pub(MarkerArray, f"{self.gt_ns}/markers", 10) if self.k_gt else None
+        # the base's true pose (map = world), for evaluators of localisation; sim-only like the rest
+        self.gt_odom_pub = pub(Odometry, f"{self.gt_ns}/odom", 10) if self.k_gt and self.has_base else None
         self.cameras = {}
         self.camera_meters = {}
         if self.camera_enabled and C.CAMERA in caps:
@@ -429,6 +431,9 @@ class SimBridge(Node):
     def _publish_ground_truth(self) -> None:
         if self.gt_pose_pub is None:
             return
+        if self.gt_odom_pub is not None and self.gt_odom_pub.get_subscription_count():
+            truth = dataclasses.replace(self.sim.base_odometry(), frame_id=self.gt_frame)
+            self.gt_odom_pub.publish(convert.odometry_msg(truth, self._stamp()))
         if not (self.gt_pose_pub.get_subscription_count() or self.gt_marker_pub.get_subscription_count()):
             return
         self.meters["ground_truth"].tick()
