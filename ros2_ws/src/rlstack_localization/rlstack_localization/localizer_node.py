@@ -55,6 +55,7 @@ CORE_PARAMS = {
     "max_range": ("Virtual scan: farthest depth used, m", 0.0, 50.0),
     "self_filter_radius": ("Virtual scan: returns within this radius of base_link are the robot, m", 0.0, 5.0),
     "stride": ("Virtual scan: use every stride-th depth pixel", 1, 64),
+    "scan_angle_step": ("Virtual scan: bearing bin, the nearest return per bin is kept, rad", 0.001, 0.5),
     "max_points": ("Virtual scan: at most this many points (one per map cell)", 1, 100000),
     "min_points": ("Fewer scan points than this: DEGRADED, odometry only", 0, 100000),
     "max_distance": ("Distance field cap, m", 0.05, 10.0),
