@@ -5,7 +5,8 @@
 The same drive as ``python -m rlstack_nav.evaluate`` (same goal sampler, same Navigator, same
 success rule: SUCCEEDED, the *true* pose within 5 cm / 0.1 rad, no contact), but the robot knows
 only what a robot knows: :class:`sim_bridges.wheel_odometry.WheelOdometry` (default errors, or
-``--drift-scale``) integrated from the wheel angles, the head camera's depth, and, with the
+``--drift-scale``) integrated from the wheel angles, the head camera's depth (exact, or with the
+robot-mode RGB-D noise: ``--depth-noise``), and, with the
 localiser, ``map -> odom`` from :class:`rlstack_localization.core.Localizer` updated at
 ``--localizer-rate`` Hz of sim time. The navigator and the obstacle layer see the estimated pose.
 
@@ -17,6 +18,7 @@ update time per frame (median / p95, this process, one core). JSON on stdout, ma
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -49,8 +51,10 @@ def _se2_matrix(pose, z: float) -> np.ndarray:
 def evaluate(goals: int = 20, seed: int = 0, use_localizer: bool = True, drift_scale: float = 1.0,
              control_rate_hz: float = 30.0, depth_rate_hz: float = 3.0, localizer_rate_hz: float = 10.0,
              xy_tol: float = 0.05, yaw_tol: float = 0.1, timeout_s: float = 90.0, progress: bool = True,
-             loc_params: Optional[LocalizerParams] = None, trace: Optional[list] = None) -> dict:
+             loc_params: Optional[LocalizerParams] = None, trace: Optional[list] = None,
+             depth_noise: bool = False) -> dict:
     from sim_bridges import make_backend
+    from sim_bridges.sensor_noise import DepthNoise
     from sim_bridges.wheel_odometry import OdometryErrors, WheelOdometry
 
     from rlstack_nav.home_map import home_map
@@ -94,6 +98,8 @@ def evaluate(goals: int = 20, seed: int = 0, use_localizer: bool = True, drift_s
         if loc is not None:
             loc.set_initial_pose(truth0, odo.pose)
         map_to_odom = (0.0, 0.0, 0.0)
+        noise = DepthNoise() if depth_noise else None
+        noise_rng = np.random.default_rng([seed, 0xD3])
 
         steps_per_cycle = max(1, int(round(1.0 / (control_rate_hz * sim.control_period))))
         depth_every = max(1, int(round(control_rate_hz / depth_rate_hz)))
@@ -110,6 +116,8 @@ def evaluate(goals: int = 20, seed: int = 0, use_localizer: bool = True, drift_s
             if not (want_loc or want_depth):
                 return
             f = sim.camera_frame("head_camera")
+            if noise is not None:   # the robot-mode depth (sim_bridges.sensor_noise defaults)
+                f = dataclasses.replace(f, depth=noise.apply(f.depth, k.fx, k.fy, k.cx, k.cy, noise_rng)[0])
             if want_loc:
                 t0 = time.perf_counter()
                 scan = virtual_scan(f.depth, k.fx, k.fy, k.cx, k.cy, base_from_optical, base_z, loc.params,
@@ -171,7 +179,7 @@ def evaluate(goals: int = 20, seed: int = 0, use_localizer: bool = True, drift_s
     pe, ye = np.array(pos_err), np.degrees(np.array(yaw_err))
     n = len(outcomes)
     summary = {
-        "goals": n, "seed": seed, "localizer": use_localizer, "drift_scale": drift_scale,
+        "goals": n, "seed": seed, "localizer": use_localizer, "drift_scale": drift_scale, "depth_noise": depth_noise,
         "succeeded": sum(o["success"] for o in outcomes),
         "success_rate": sum(o["success"] for o in outcomes) / n if n else math.nan,
         "collisions": sum(bool(o["touched"]) for o in outcomes),
@@ -209,10 +217,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--no-localizer", action="store_true", help="odometry only (map -> odom stays the identity)")
     ap.add_argument("--drift-scale", type=float, default=1.0, help="multiply every default odometry error")
     ap.add_argument("--localizer-rate", type=float, default=10.0, help="localiser updates per second of sim time")
+    ap.add_argument("--depth-noise", action="store_true", help="RGB-D depth noise (sim_bridges.sensor_noise defaults)")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
     report = evaluate(args.goals, args.seed, not args.no_localizer, args.drift_scale,
-                      localizer_rate_hz=args.localizer_rate, progress=not args.quiet)
+                      localizer_rate_hz=args.localizer_rate, progress=not args.quiet, depth_noise=args.depth_noise)
     print(markdown(report), file=sys.stderr)
     print(json.dumps(report, indent=1, default=float))
     return 0
