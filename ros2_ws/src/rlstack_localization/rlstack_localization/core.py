@@ -81,7 +81,9 @@ class LocalizerParams:
     max_range: float = 5.0            # m from the camera
     self_filter_radius: float = 0.55  # m around base_link: the arm and what it holds
     stride: int = 4                   # every stride-th depth pixel
-    scan_angle_step: float = 0.01     # rad: bearing bin of the virtual laser scan (nearest return per bin)
+    scan_angle_step: float = 0.01     # rad: bearing bin of the virtual laser scan (nearest surface per bin)
+    scan_band: float = 0.03           # m: returns this far behind a bin's nearest one are the same surface
+    scan_band_k: float = 0.0075       # 1/m: ... plus this times r^2 (3 sigma of a D435-like camera's noise)
     max_points: int = 300             # thinned scan size
     min_points: int = 30              # fewer: DEGRADED (nothing to match)
     # matching
@@ -158,16 +160,24 @@ def virtual_scan(depth: np.ndarray, fx: float, fy: float, cx: float, cy: float, 
     xy = pts[keep, :2]
     if len(xy) == 0:
         return np.zeros((0, 2))
-    # a laser-like scan: per bearing bin, the return nearest to the robot. What lies behind it
+    # a laser-like scan: per bearing bin, the surface nearest to the robot. What lies behind it
     # (the top of a table seen from above, objects on it, the wall behind) is dropped: the top of
-    # a box is inside its map footprint, not on the footprint's edge.
+    # a box is inside its map footprint, not on the footprint's edge. The nearest *single* return
+    # of a noisy depth camera is biased short (the minimum of many noisy samples), so the bin's
+    # point is the median of the returns within a band behind the nearest one, as wide as the
+    # depth noise at that range (scan_band + scan_band_k r^2).
     r = np.sqrt(r2[keep])
     bins = np.floor(np.arctan2(xy[:, 1], xy[:, 0]) / p.scan_angle_step).astype(np.int64)
     order = np.lexsort((r, bins))
-    b = bins[order]
-    first = np.ones(len(b), bool)
-    first[1:] = b[1:] != b[:-1]
-    xy = xy[order[first]]
+    b, rs, pts2 = bins[order], r[order], xy[order]
+    starts = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])
+    counts = np.diff(np.r_[starts, len(b)])
+    seg = np.repeat(np.arange(len(starts)), counts)
+    r_near = rs[starts][seg]
+    within = rs <= r_near + p.scan_band + p.scan_band_k * r_near ** 2
+    # median of the in-band returns per bin: sorted by range already, take the middle one
+    n_in = np.bincount(seg, weights=within, minlength=len(starts)).astype(np.int64)
+    xy = pts2[starts + (n_in - 1) // 2]
     if len(xy) > p.max_points:
         xy = xy[np.linspace(0, len(xy) - 1, p.max_points).astype(int)]
     return xy

@@ -56,6 +56,9 @@ CORE_PARAMS = {
     "self_filter_radius": ("Virtual scan: returns within this radius of base_link are the robot, m", 0.0, 5.0),
     "stride": ("Virtual scan: use every stride-th depth pixel", 1, 64),
     "scan_angle_step": ("Virtual scan: bearing bin, the nearest return per bin is kept, rad", 0.001, 0.5),
+    "scan_band": ("Virtual scan: returns this far behind a bin's nearest one count as its surface (median), m",
+                  0.0, 1.0),
+    "scan_band_k": ("Virtual scan: the band grows by this times range^2 (depth noise), 1/m", 0.0, 1.0),
     "max_points": ("Virtual scan: at most this many points (one per map cell)", 1, 100000),
     "min_points": ("Fewer scan points than this: DEGRADED, odometry only", 0, 100000),
     "max_distance": ("Distance field cap, m", 0.05, 10.0),
@@ -307,9 +310,12 @@ class LocalizerNode(Node):
         self.update_times.append(time.perf_counter() - t0)
         self.updates += 1
         self.last_result = result
-        if result.state != before:
-            log = self.get_logger().warning if result.state in (State.LOST, State.DEGRADED) else self.get_logger().info
-            log(f"localisation {before.value} -> {result.state.value}: {result.reason}")
+        if result.state != before:   # two call sites: rclpy refuses one call site at two severities
+            text = f"localisation {before.value} -> {result.state.value}: {result.reason}"
+            if result.state in (State.LOST, State.DEGRADED):
+                self.get_logger().warning(text)
+            else:
+                self.get_logger().info(text)
         self.publish_state()
         if result.pose is not None:
             self.publish_pose(result, msg.header.stamp)

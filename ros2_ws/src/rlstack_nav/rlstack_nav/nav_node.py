@@ -224,10 +224,11 @@ class NavController(Node):
     def on_localization_state(self, msg: String) -> None:
         was = self.localization_lost
         self.localization_state = msg.data
-        if self.localization_lost != was:
-            log = self.get_logger().warning if self.localization_lost else self.get_logger().info
-            log(f"localisation: {msg.data}" + ("; goals refused / paused" if self.localization_lost else
-                                               "; goals resume"))
+        if self.localization_lost != was:   # two call sites: rclpy refuses one call site at two severities
+            if self.localization_lost:
+                self.get_logger().warning(f"localisation: {msg.data}; goals refused / paused")
+            else:
+                self.get_logger().info(f"localisation: {msg.data}; goals resume")
 
     @property
     def localization_lost(self) -> bool:
