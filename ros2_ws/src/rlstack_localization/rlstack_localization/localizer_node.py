@@ -303,10 +303,14 @@ class LocalizerNode(Node):
         rows = np.frombuffer(bytes(msg.data), dtype=np.uint8).reshape(msg.height, msg.step)
         depth = rows[:, :msg.width * 4].copy().view(dtype).reshape(msg.height, msg.width)
         fx, fy, cx, cy = self.camera
-        scan = virtual_scan(depth, fx, fy, cx, cy, base_cam, self.base_z, self.params, self.cell)
         odom_pose = self.odom_at(stamp)
         before = self.loc.state
-        result = self.loc.update(scan, odom_pose, stamp)
+        try:
+            scan = virtual_scan(depth, fx, fy, cx, cy, base_cam, self.base_z, self.params, self.cell)
+            result = self.loc.update(scan, odom_pose, stamp)
+        except (ValueError, FloatingPointError, np.linalg.LinAlgError) as exc:   # never crash on a frame
+            self.reject("depth", "processing_error", str(exc))
+            return
         self.update_times.append(time.perf_counter() - t0)
         self.updates += 1
         self.last_result = result
