@@ -197,3 +197,34 @@ def test_bad_and_wrong_initial_poses_and_navigation_while_lost(ros_processes, ro
     res = nav.result(handle, timeout=60.0)
     assert res.code == NavigateTo.Result.SUCCEEDED, (res.code, res.reason)
     ros_processes.assert_all_alive()
+
+
+def test_navigation_pauses_while_lost_and_resumes(ros_processes, ros_probe, params_dir, repo):
+    """A running goal stops (zero /cmd_vel, feedback LOCALIZATION_LOST) while /localization/state says
+    LOST and carries on to SUCCEEDED when it says OK again. The state comes from the probe here."""
+    from rlstack_interfaces.action import NavigateTo
+    from test_nav_controller import Navigate, wait_nav_odometry
+
+    start_bridge(ros_processes, params_dir, wheel_odometry=False, camera_enabled=False)
+    ros_processes.start_node("rlstack_nav", "nav_controller", params_file=params_dir / "nav_controller.yaml",
+                             params={"map_yaml": str(repo / "maps" / "home.yaml"), "use_sim_time": True,
+                                     "use_depth": False})
+    state = ros_probe.publisher("/localization/state", String, LATCHED)
+    odom = ros_probe.subscribe("/odom", Odometry)
+    cmd = ros_probe.subscribe("/cmd_vel", Twist)
+    nav = Navigate(ros_probe)
+    ros_probe.wait_for_messages(odom, 1, timeout=20)
+    wait_nav_odometry(ros_probe)
+    state.publish(String(data="OK"))
+    handle = nav.send(2.0, 0.0, 0.0)
+    ros_probe.spin_until(lambda: "FOLLOWING" in nav.states(), 20.0, "FOLLOWING feedback")
+    state.publish(String(data="LOST: test says so"))
+    ros_probe.spin_until(lambda: "LOCALIZATION_LOST" in nav.states(), 10.0, "LOCALIZATION_LOST feedback")
+    cmd.pop_all()
+    ros_probe.spin_for(1.0)
+    paused = cmd.pop_all()
+    assert paused and all(m.linear.x == 0.0 and m.angular.z == 0.0 for m in paused)
+    state.publish(String(data="OK"))
+    res = nav.result(handle, timeout=60.0)
+    assert res.code == NavigateTo.Result.SUCCEEDED, (res.code, res.reason)
+    ros_processes.assert_all_alive()
