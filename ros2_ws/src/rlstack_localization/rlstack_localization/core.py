@@ -38,8 +38,8 @@ from __future__ import annotations
 
 import enum
 import math
-from dataclasses import dataclass, field, fields
-from typing import Optional, Sequence, Tuple
+from dataclasses import dataclass, fields
+from typing import Optional, Tuple
 
 import numpy as np
 

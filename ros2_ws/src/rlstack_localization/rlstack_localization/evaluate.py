@@ -132,7 +132,8 @@ def evaluate(goals: int = 20, seed: int = 0, use_localizer: bool = True, drift_s
                                   res.searched))
             if want_depth:
                 m = _se2_matrix(estimate(), base_z) @ base_from_optical
-                nav.obstacles.update_from_depth((f if noise_obstacles else exact).depth, cam, m[:3, :3], m[:3, 3], estimate()[:2], now)
+                obstacle_depth = (f if noise_obstacles else exact).depth
+                nav.obstacles.update_from_depth(obstacle_depth, cam, m[:3, :3], m[:3, 3], estimate()[:2], now)
 
         for i, goal in enumerate(goal_list):
             t0 = sim.sim_time
