@@ -37,6 +37,7 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
 from sensor_msgs.msg import CameraInfo, Image
+from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
 from rlstack_common import declare_parameter, run_node
@@ -127,6 +128,9 @@ class NavController(Node):
         self.cycle_time_ema = 0.0
         self.depth_time_ema = 0.0
         self.steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self.localization_state = ""                                  # last /localization/state text
+        self.lost_since: Optional[float] = None                       # steady time a goal paused (lost)
+        self.lost_pauses = 0
 
         # publishers
         self.cmd_pub = self.create_publisher(Twist, values["cmd_vel_topic"], 10)
@@ -143,6 +147,8 @@ class NavController(Node):
         self.create_subscription(TFMessage, "/tf_static", self.on_tf_static, TF_STATIC)
         if self.map_to_odom is None:
             self.create_subscription(TFMessage, "/tf", self.on_tf, 50)
+        if values["localization_state_topic"]:
+            self.create_subscription(String, values["localization_state_topic"], self.on_localization_state, LATCHED)
         if values["use_depth"]:
             self.create_subscription(CameraInfo, values["camera_info_topic"], self.on_camera_info, SENSOR)
             self.create_subscription(Image, values["depth_topic"], self.on_depth, SENSOR)
@@ -214,6 +220,19 @@ class NavController(Node):
             q = t.transform.rotation
             self.map_to_odom = (t.transform.translation.x, t.transform.translation.y,
                                 yaw_from_quat((q.x, q.y, q.z, q.w)))
+
+    def on_localization_state(self, msg: String) -> None:
+        was = self.localization_lost
+        self.localization_state = msg.data
+        if self.localization_lost != was:   # two call sites: rclpy refuses one call site at two severities
+            if self.localization_lost:
+                self.get_logger().warning(f"localisation: {msg.data}; goals refused / paused")
+            else:
+                self.get_logger().info(f"localisation: {msg.data}; goals resume")
+
+    @property
+    def localization_lost(self) -> bool:
+        return self.localization_state.startswith("LOST")
 
     def chain(self, frame: str) -> Optional[np.ndarray]:
         """base_frame -> ``frame`` from the static transforms (None if not connected)."""
@@ -362,6 +381,10 @@ class NavController(Node):
         if goal is None:
             self.reject("goal", why)
             return NavResult(Code.INVALID_GOAL, why)
+        if self.localization_lost:
+            why = f"localisation lost ({self.localization_state}); give the localiser an initial pose"
+            self.reject("goal_localization_lost", why)
+            return NavResult(Code.LOCALIZATION_LOST, f"cannot start: {why}")
         age = self.now_steady() - self.odom_arrival
         robot = self.map_pose(self.odom_pose)
         if robot is None or age > self.cfg["odom_timeout_s"]:
@@ -435,6 +458,12 @@ class NavController(Node):
         if handle is not None and handle.is_cancel_requested:
             self.finish(self.nav.cancel(robot, "canceled on request"))
             return
+        if self.localization_lost:   # pause: stop and wait for the localiser (or give up after the timeout)
+            self.pause_for_localization(robot, handle)
+            return
+        if self.lost_since is not None:
+            self.get_logger().info(f"localisation back after {self.now_steady() - self.lost_since:.1f} s: goal resumes")
+            self.lost_since = None
         t0 = time.perf_counter()
         step = self.nav.step(robot, self.odom_stamp)
         self.cycle_time_ema = 0.9 * self.cycle_time_ema + 0.1 * (time.perf_counter() - t0)
@@ -452,6 +481,27 @@ class NavController(Node):
             fb = NavigateTo.Feedback()
             fb.state = step.state
             fb.distance_remaining = float(step.distance_remaining)
+            handle.publish_feedback(fb)
+
+    def pause_for_localization(self, robot, handle) -> None:
+        now = self.now_steady()
+        if self.lost_since is None:
+            self.lost_since = now
+            self.lost_pauses += 1
+            self.get_logger().warning(f"goal paused: localisation lost ({self.localization_state})")
+        self.cmd_pub.publish(Twist())
+        timeout = self.cfg["localization_lost_timeout_s"]
+        if now - self.lost_since > timeout:
+            self.lost_since = None
+            self.finish(self.nav.abort(Code.LOCALIZATION_LOST,
+                                       f"localisation lost for more than localization_lost_timeout_s {timeout:g} s "
+                                       f"({self.localization_state}): base stopped", robot))
+            return
+        if handle is not None and self.odom_stamp - self.last_feedback >= 1.0 / self.cfg["feedback_rate_hz"]:
+            self.last_feedback = self.odom_stamp
+            fb = NavigateTo.Feedback()
+            fb.state = "LOCALIZATION_LOST"
+            fb.distance_remaining = float("nan")
             handle.publish_feedback(fb)
 
     def watchdog(self) -> None:
@@ -492,8 +542,9 @@ class NavController(Node):
         st.name = f"{self.get_name()}: navigation"
         st.hardware_id = "mobile_base"
         stale = age > self.cfg["odom_timeout_s"]
-        st.level = DiagnosticStatus.WARN if stale else DiagnosticStatus.OK
-        st.message = ("odometry stale" if stale else "ok") + (
+        st.level = DiagnosticStatus.WARN if stale or self.localization_lost else DiagnosticStatus.OK
+        st.message = ("odometry stale" if stale else "localisation lost: goals paused" if self.localization_lost
+                      else "ok") + (
             f"; last goal {self.last_result.code.name}: {self.last_result.reason}" if self.last_result else "")
         kv = {
             "state": self.nav.state if self.nav.active else "IDLE",
@@ -503,6 +554,8 @@ class NavController(Node):
             "last_plan_ms": f"{1000 * self.nav.last_plan.time_s:.1f}" if self.nav.last_plan else "-",
             "controller_cycle_ms": f"{1000 * self.cycle_time_ema:.2f}",
             "depth_update_ms": f"{1000 * self.depth_time_ema:.1f}",
+            "localization": self.localization_state or "-",
+            "localization_pauses": str(self.lost_pauses),
         }
         kv.update({f"results_{k.lower()}": str(v) for k, v in self.results.items()})
         kv.update({f"rejected_{k}": str(v) for k, v in self.counts.items()})

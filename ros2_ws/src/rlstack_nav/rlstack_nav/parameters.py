@@ -50,6 +50,11 @@ PARAMS: List[Param] = [
     _p("map_to_odom_y", 0.0, "m", "y of the odom origin in the map frame (publish_map_to_odom)", -1e4, 1e4),
     _p("map_to_odom_yaw", 0.0, "rad", "heading of the odom frame in the map frame (publish_map_to_odom)", -3.1416,
        3.1416),
+    _p("localization_state_topic", "/localization/state", "", "std_msgs/String state of the localiser (rlstack_"
+       "localization: OK, DEGRADED: ..., LOST: ...); while it starts with LOST new goals are refused and a running "
+       "goal pauses (base stopped) with code LOCALIZATION_LOST; no message (e.g. AMCL): never paused; empty: ignored"),
+    _p("localization_lost_timeout_s", 30.0, "s", "a goal paused this long for lost localisation is aborted with "
+       "LOCALIZATION_LOST (steady clock)", 0.0, 3600.0),
     _p("odom_topic", "/odom", "", "nav_msgs/Odometry input (pose of base_frame in odom_frame)"),
     _p("cmd_vel_topic", "/cmd_vel", "", "geometry_msgs/Twist output"),
     _p("control_rate_hz", 30.0, "Hz", "control cycles per second of odometry time (a cycle runs on an /odom message "

@@ -37,6 +37,7 @@ from rlstack_sim.commands import (BaseStallMonitor, CommandRejected, JointBounds
                                   clip_ee_delta, hold_targets, validate_joint_targets, validate_scalar,
                                   validate_twist)
 from sim_bridges.sensor_noise import DepthNoise
+from sim_bridges.geometry import quat_to_matrix
 from rlstack_sim.config import MODES, ConfigError, RateMeter, check_choice, every_n_steps, steps_per_control
 
 # Wall-clock budget of one fast-mode timer callback: commands and services are served between slices.
@@ -85,6 +86,27 @@ class SimBridge(Node):
             rgb_sigma=d("rgb_noise_std", 0.0, "RGB noise std, 0..255 units (0: off; applies with depth_noise)",
                         min_value=0.0, max_value=255.0))
         self.noise = noise if noise.enabled else None
+        from sim_bridges.wheel_odometry import OdometryErrors
+        e0 = OdometryErrors()
+        self.wheel_odometry = d("wheel_odometry", False, "Publish /odom and odom -> base_link integrated from the "
+                                "wheel angles with the odom_* errors below (drift; robot mode: on) instead of the "
+                                "true pose; ground truth is then published in 'map' (= the world)")
+        self.odom_errors = OdometryErrors(
+            left_radius_scale=d("odom_left_radius_scale", e0.left_radius_scale, "Wheel odometry: believed / true "
+                                "left wheel radius", min_value=0.5, max_value=1.5),
+            right_radius_scale=d("odom_right_radius_scale", e0.right_radius_scale, "Wheel odometry: believed / true "
+                                 "right wheel radius", min_value=0.5, max_value=1.5),
+            track_scale=d("odom_track_scale", e0.track_scale, "Wheel odometry: believed / effective track width",
+                          min_value=0.5, max_value=1.5),
+            slip_xx=d("odom_slip_xx", e0.slip_xx, "Wheel odometry: distance noise std after 1 m driven, m/sqrt(m)",
+                      min_value=0.0, max_value=1.0),
+            slip_thth=d("odom_slip_thth", e0.slip_thth, "Wheel odometry: heading noise std after 1 rad turned, "
+                        "rad/sqrt(rad)", min_value=0.0, max_value=1.0),
+            slip_ths=d("odom_slip_ths", e0.slip_ths, "Wheel odometry: heading noise std after 1 m driven, "
+                       "rad/sqrt(m)", min_value=0.0, max_value=1.0),
+            yaw_bias=d("odom_yaw_bias", e0.yaw_bias, "Wheel odometry: yaw-rate bias while the wheels turn, rad/s",
+                       min_value=-1.0, max_value=1.0))
+        self.odom_seed = seed
         self.noise_rng = np.random.default_rng([seed, 0xD3])
         publish_rate = d("publish_rate_hz", 60.0, "Rate of /joint_states, /odom, /tf, Hz of sim time (capped at the"
                          " control rate; 0: off)", min_value=0.0, max_value=10000.0)
@@ -136,6 +158,7 @@ class SimBridge(Node):
         self._last_diag_wall: Optional[float] = None
         self._last_diag_steps = 0
         self._scene_entities: List[object] = []
+        self.resets = 0   # wheel odometry: a fresh noise stream per episode
 
         self.clock_pub = self.create_publisher(Clock, "/clock", 10)
         self.tf_pub = self.create_publisher(TFMessage, "/tf", 100)
@@ -192,8 +215,19 @@ class SimBridge(Node):
         pub = self._scene_pub
         self.joint_pub = pub(JointState, "joint_states", 10) if self.sim.joint_names else None
         self.odom_pub = pub(Odometry, "odom", 10) if self.has_base else None
+        self.wheel_odo = None
+        if self.has_base and self.wheel_odometry:   # drift: sim_bridges.wheel_odometry
+            from sim_bridges.wheel_odometry import WheelOdometry
+            dd = next(r.diff_drive for r in spec.robots if r.diff_drive is not None)
+            self.wheel_odo = (WheelOdometry(dd.wheel_radius, dd.track_width, self.odom_errors),
+                              dd.left_wheel_joint, dd.right_wheel_joint)
+            self.gt_frame = "map"
+        else:
+            self.gt_frame = self.root_frame
         self.gt_pose_pub = pub(PoseArray, f"{self.gt_ns}/poses", 10) if self.k_gt else None
         self.gt_marker_pub = pub(MarkerArray, f"{self.gt_ns}/markers", 10) if self.k_gt else None
+        # the base's true pose (map = world), for evaluators of localisation; sim-only like the rest
+        self.gt_odom_pub = pub(Odometry, f"{self.gt_ns}/odom", 10) if self.k_gt and self.has_base else None
         self.cameras = {}
         self.camera_meters = {}
         if self.camera_enabled and C.CAMERA in caps:
@@ -285,7 +319,32 @@ class SimBridge(Node):
         self._rt_anchor = time.monotonic()
         self._rt_done = 0
         self._js_cache = None
+        self._odo_cache = None
+        if self.has_base and self.wheel_odo is not None:   # odom starts where the robot is (= the world)
+            pose = self.sim.base_odometry().pose
+            r = quat_to_matrix(pose.orientation)
+            self._odo_z = float(pose.position[2])
+            self.wheel_odo[0].reset((float(pose.position[0]), float(pose.position[1]), math.atan2(r[1, 0], r[0, 0])),
+                                    seed=self.odom_seed + self.resets)
+            self.resets += 1
         self._publish_due(force=True)
+
+    def _base_odometry(self):
+        """(Odometry, covariance 6x6 or None): the true pose, or the wheel odometry when it is on
+        (integrated up to the current step, once per step)."""
+        if self.wheel_odo is None:
+            return self.sim.base_odometry(), None
+        if self._odo_cache is None or self._odo_cache[0] != self.steps_total:
+            from sim_bridges.contract import Odometry as SimOdometry, Pose as SimPose, Twist as SimTwist
+            odo, left, right = self.wheel_odo
+            js = self.sim.joint_state()
+            x, y, yaw = odo.update(js.position[js.names.index(left)], js.position[js.names.index(right)],
+                                   self.sim.sim_time)
+            msg = SimOdometry(stamp=self.sim.sim_time,
+                              pose=SimPose([x, y, self._odo_z], [0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2)]),
+                              twist=SimTwist([odo.v, 0.0, 0.0], [0.0, 0.0, odo.w]))
+            self._odo_cache = (self.steps_total, msg, odo.covariance6())
+        return self._odo_cache[1], self._odo_cache[2]
 
     def _stream_period(self, stream: str) -> Optional[int]:
         if stream == "clock":
@@ -383,18 +442,21 @@ class SimBridge(Node):
         transforms = [convert.transform_msg(t.parent, t.child, t.pose.position, t.pose.orientation, stamp)
                       for t in self.sim.link_transforms()]
         if self.has_base:
-            odom = self.sim.base_odometry()
-            self.odom_pub.publish(convert.odometry_msg(odom, stamp))
+            odom, cov = self._base_odometry()
+            self.odom_pub.publish(convert.odometry_msg(odom, stamp, cov))
             transforms.append(convert.odom_transform(odom, stamp))
         self.tf_pub.publish(TFMessage(transforms=transforms))
 
     def _publish_ground_truth(self) -> None:
         if self.gt_pose_pub is None:
             return
+        if self.gt_odom_pub is not None and self.gt_odom_pub.get_subscription_count():
+            truth = dataclasses.replace(self.sim.base_odometry(), frame_id=self.gt_frame)
+            self.gt_odom_pub.publish(convert.odometry_msg(truth, self._stamp()))
         if not (self.gt_pose_pub.get_subscription_count() or self.gt_marker_pub.get_subscription_count()):
             return
         self.meters["ground_truth"].tick()
-        poses, markers = convert.ground_truth_msgs(self.sim.ground_truth(), self.root_frame,
+        poses, markers = convert.ground_truth_msgs(self.sim.ground_truth(), self.gt_frame,
                                                    self._stamp(), self._colors)
         self.gt_pose_pub.publish(poses)
         self.gt_marker_pub.publish(markers)
@@ -614,8 +676,8 @@ class SimBridge(Node):
         if self.sim.joint_names:
             response.joint_state = self._joint_state_msg()
         if self.has_base:
-            odom = self.sim.base_odometry()
-            response.odom = convert.odometry_msg(odom, response.sim_time)
+            odom, cov = self._base_odometry()
+            response.odom = convert.odometry_msg(odom, response.sim_time, cov)
         return response
 
     def _on_pause(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:

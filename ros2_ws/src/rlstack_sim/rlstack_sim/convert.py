@@ -59,9 +59,12 @@ def _fill_pose(msg: PoseMsg, position: Sequence[float], orientation: Sequence[fl
     return msg
 
 
-def odometry_msg(odom: Odometry, stamp: Time) -> OdometryMsg:
+def odometry_msg(odom: Odometry, stamp: Time, pose_covariance=None) -> OdometryMsg:
+    """``pose_covariance``: 6x6 (x, y, z, roll, pitch, yaw) or None (all zero: exact odometry)."""
     msg = OdometryMsg(header=_header(stamp, odom.frame_id), child_frame_id=odom.child_frame_id)
     _fill_pose(msg.pose.pose, odom.pose.position, odom.pose.orientation)
+    if pose_covariance is not None:
+        msg.pose.covariance = [float(v) for v in np.asarray(pose_covariance, float).ravel()]
     t = msg.twist.twist
     t.linear.x, t.linear.y, t.linear.z = (float(v) for v in odom.twist.linear)
     t.angular.x, t.angular.y, t.angular.z = (float(v) for v in odom.twist.angular)

@@ -1,0 +1,1 @@
+"""rlstack_localization: depth-camera localisation against the occupancy map (map -> odom)."""
