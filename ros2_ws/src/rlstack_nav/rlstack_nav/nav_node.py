@@ -390,7 +390,7 @@ class NavController(Node):
         if robot is None or age > self.cfg["odom_timeout_s"]:
             what = "no odometry received" if self.odom_pose is None else f"odometry is {age:.1f} s old"
             if self.odom_pose is not None and robot is None:
-                what = f"map -> odom transform not known (publish_map_to_odom false and nothing on /tf)"
+                what = "map -> odom transform not known (publish_map_to_odom false and nothing on /tf)"
             return NavResult(Code.STALE_ODOMETRY, f"cannot start: {what} on {self.cfg['odom_topic']}")
         self.goal_source = source
         result = self.nav.set_goal(goal, robot, self.odom_stamp, float(xy_tol), float(yaw_tol))
