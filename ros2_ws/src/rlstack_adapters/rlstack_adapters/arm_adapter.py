@@ -97,14 +97,14 @@ class ArmAdapter(Node):
     def on_ee_delta(self, msg: Vector3) -> None:
         cmd = self.arm.on_ee_delta(msg.x, msg.y, msg.z, time.monotonic())
         if cmd is None:
-            self.get_logger().warn("rejected a non-finite /arm/ee_delta step", throttle_duration_sec=5.0)
+            self.get_logger().warning("rejected a non-finite /arm/ee_delta step", throttle_duration_sec=5.0)
             return
         self.publish_twist(cmd)
 
     def on_tick(self) -> None:
         cmd = self.arm.on_tick(time.monotonic())
         if cmd is not None:
-            self.get_logger().warn("end-effector steps stopped: arm stopped (zero twist)", throttle_duration_sec=5.0)
+            self.get_logger().warning("end-effector steps stopped: arm stopped (zero twist)", throttle_duration_sec=5.0)
             self.publish_twist(cmd)
 
     def on_estop(self, msg: Bool) -> None:

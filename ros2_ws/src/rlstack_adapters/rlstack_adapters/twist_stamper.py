@@ -34,7 +34,7 @@ class TwistStamper(Node):
         lin = (msg.linear.x, msg.linear.y, msg.linear.z)
         ang = (msg.angular.x, msg.angular.y, msg.angular.z)
         if not self.core.accept(lin, ang):
-            self.get_logger().warn("dropped a non-finite /cmd_vel", throttle_duration_sec=5.0)
+            self.get_logger().warning("dropped a non-finite /cmd_vel", throttle_duration_sec=5.0)
             return
         out = TwistStamped(twist=msg)
         out.header.stamp = self.get_clock().now().to_msg()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import TYPE_CHECKING, Callable, List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 import numpy as np
 import rclpy
@@ -26,9 +26,6 @@ from rlstack_interfaces.srv import EstimateGraspPose, QueryObjects
 from .fetch import FetchCode, GraspOutcome, Match, MissionAborted, NavOutcome, Pose2D
 from .frames import to_frame, yaw_of
 
-if TYPE_CHECKING:   # the node imports this module
-    from .mission_node import MissionNode
-
 
 class GraspRefused(Exception):
     """The grasp pose could not be estimated (TARGET_NOT_VISIBLE, POSE_UNCERTAIN, ...): no blind grasp."""
@@ -37,7 +34,9 @@ class GraspRefused(Exception):
 class RosPorts:
     """:class:`rlstack_mission.fetch.RobotPorts` through ROS (runs in the action's thread)."""
 
-    def __init__(self, node: MissionNode, goal_handle) -> None:
+    def __init__(self, node, goal_handle) -> None:
+        """``node``: the :class:`rlstack_mission.mission_node.MissionNode` (not imported here: it imports
+        this module); ``goal_handle``: the running /fetch goal."""
         self.n, self.goal = node, goal_handle
         self.period = 1.0 / node.rate_hz
 
