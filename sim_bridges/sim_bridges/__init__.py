@@ -97,6 +97,10 @@ def make_backend(name: str = "pybullet", **kwargs: Any) -> SimBackend:
     :raises ValueError: for an unknown backend, listing the valid ones
     :raises BackendUnavailable: the backend's simulator is not installed (message says how)
     """
+    if name in ("isaac", "isaacsim") and name not in BACKENDS:
+        raise ValueError(f"backend {name!r} is not implemented: only its conversion helpers exist "
+                         f"(sim_bridges.isaac; never run on Isaac Sim, which cannot be installed here); "
+                         f"valid backends: {', '.join(backend_names())}")
     try:
         factory = BACKENDS[name]
     except KeyError:
