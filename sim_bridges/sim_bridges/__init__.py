@@ -50,15 +50,16 @@ class BackendUnavailable(RuntimeError):
 
 def _mujoco(**kwargs: Any) -> SimBackend:
     try:
-        import mujoco  # noqa: F401
+        # the backend module chooses MUJOCO_GL before it imports mujoco: import it, not mujoco
+        from .mujoco_backend import MuJoCoBackend
     except ImportError as exc:
+        if (exc.name or "").split(".")[0] not in ("mujoco", "OpenGL", "glfw"):
+            raise
         raise BackendUnavailable(
             f"backend 'mujoco' needs the 'mujoco' package (3.x), which is not importable here ({exc}); "
             "install it with: pip install -c requirements/constraints.txt mujoco "
             f"(available now: {', '.join(available_backends()) or 'none'})"
         ) from None
-    from .mujoco_backend import MuJoCoBackend
-
     return MuJoCoBackend(**kwargs)
 
 

@@ -46,7 +46,7 @@ from ..contract import (  # noqa: E402
     Twist,
     physics_steps_per_control,
 )
-from ..geometry import quat_multiply, quat_to_matrix  # noqa: E402
+from ..geometry import matrix_to_quat, quat_multiply  # noqa: E402
 from ..robots.spec import CameraSpec, RobotSpec  # noqa: E402
 from ..scenes import make_scene, scene_names  # noqa: E402
 from ..scenes.spec import ObjectSpec, SceneSpec  # noqa: E402
@@ -196,6 +196,7 @@ class MuJoCoBackend(SimBackend):
         self._cart: Optional[Tuple[RobotSpec, _Joint]] = None
         self._plate: Optional[RobotSpec] = None
         self._physics_steps = 0
+        self._dirty = False
         self._qadr = np.zeros(0, dtype=np.int64)
         self._dadr = np.zeros(0, dtype=np.int64)
 
@@ -244,15 +245,15 @@ class MuJoCoBackend(SimBackend):
             if c:
                 for geom in body.geoms:
                     if geom.contype or geom.conaffinity:
-                        geom.friction = [c.get("lateral_friction", 1.0), c.get("spinning_friction", 0.005),
-                                         c.get("rolling_friction", 1e-4)]
+                        # unset spinning/rolling friction: 0 as in Bullet (MuJoCo combines by max,
+                        # so the ball's own values then apply)
+                        geom.friction = [c.get("lateral_friction", 1.0), c.get("spinning_friction", 0.0),
+                                         c.get("rolling_friction", 0.0)]
         # URDF visuals come with group 1 collisions off; MuJoCo compiles URDF collision geoms as
         # contype/conaffinity 1 and visuals as 0/0, which is what we want.
         if spec.ground_plane:
             ms.worldbody.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 1],
                                   rgba=[0.8, 0.8, 0.8, 1])
-        ms.worldbody.add_light(name="sun", pos=[0, 0, 4], dir=[0, 0, -1], directional=True,
-                               diffuse=[0.5, 0.5, 0.5])
         for obj in spec.static:
             self._add_static(ms, obj)
         for obj in spec.objects:
@@ -260,7 +261,7 @@ class MuJoCoBackend(SimBackend):
         # actuators
         if robot.cart_joint is not None:
             ms.add_actuator(name="cart_force", target=robot.cart_joint,
-                            trntype=mujoco.mjtTrn.mjTRN_JOINT, ctrllimited=True,
+                            trntype=mujoco.mjtTrn.mjTRN_JOINT, ctrllimited=mujoco.mjtLimited.mjLIMITED_TRUE,
                             ctrlrange=[-robot.cart_max_force, robot.cart_max_force], gear=[1, 0, 0, 0, 0, 0])
         for jname in robot.position_joints:
             effort = urdf_joints.get(jname, (math.inf, math.inf))[1]
@@ -269,7 +270,7 @@ class MuJoCoBackend(SimBackend):
             act.gaintype = mujoco.mjtGain.mjGAIN_FIXED
             act.biastype = mujoco.mjtBias.mjBIAS_AFFINE
             if math.isfinite(effort):
-                act.forcelimited = True
+                act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
                 act.forcerange = [-effort, effort]
         for cam in spec.all_cameras:
             self._add_camera(ms, cam)
@@ -375,9 +376,8 @@ class MuJoCoBackend(SimBackend):
         geom = self._add_shape(body, obj, friction)
         if friction is not None and (friction[1] > 0 or friction[2] > 0):
             geom.condim = 6  # torsional + rolling friction
-        if restitution > 0:
-            # MuJoCo has no restitution coefficient; a lightly damped contact spring bounces
-            geom.solref = [0.005, 0.2]
+        # MuJoCo has no restitution coefficient: contacts keep MuJoCo's default (critically damped)
+        # softness, so a dropped ball does not bounce as in Bullet (the tasks never drop it)
         if inertia is not None:
             body.explicitinertial = True
             body.mass = mass
@@ -435,6 +435,7 @@ class MuJoCoBackend(SimBackend):
             data.qpos[obj.qadr + 3:obj.qadr + 7] = _wxyz(pose.orientation)
             data.qvel[obj.dadr:obj.dadr + 6] = 0.0
         mujoco.mj_forward(model, data)
+        self._dirty = False
         self._physics_steps = 0
 
     # ------------------------------------------------------------------- time
@@ -448,6 +449,9 @@ class MuJoCoBackend(SimBackend):
         n = n_control_steps * self._substeps
         if n:
             mujoco.mj_step(self.model, self.data, n)
+            # mj_step leaves positions-derived quantities (xpos, cam_xpos, cvel) at the state
+            # *before* its last integration; they are recomputed on demand by _sync()
+            self._dirty = True
         self._physics_steps += n
 
     @property
@@ -529,7 +533,6 @@ class MuJoCoBackend(SimBackend):
     def _optical_pose(self, cam: CameraSpec, cid: int) -> Pose:
         d = self.data
         r = d.cam_xmat[cid].reshape(3, 3)
-        from ..geometry import matrix_to_quat
         q_gl = matrix_to_quat(r)
         return Pose(d.cam_xpos[cid].copy(), quat_multiply(q_gl, _OPTICAL_TO_GL))
 
@@ -541,6 +544,7 @@ class MuJoCoBackend(SimBackend):
         if entry is None:
             raise ValueError(f"unknown camera '{name}'; cameras: {list(self._cameras)}")
         cam, cid = entry
+        self._sync()
         model = self.model
         key = (cam.height, cam.width)
         renderer = self._renderers.get(key)
@@ -569,6 +573,7 @@ class MuJoCoBackend(SimBackend):
     # ----------------------------------------------------------- ground truth
     def link_transforms(self) -> List[LinkTransform]:
         self._check_loaded()
+        self._sync()
         model, d = self.model, self.data
         out: List[LinkTransform] = []
         for robot, _, links in self._robots:
@@ -587,6 +592,7 @@ class MuJoCoBackend(SimBackend):
 
     def ground_truth(self) -> Dict[str, ObjectState]:
         self._check_loaded()
+        self._sync()
         model, d = self.model, self.data
         out: Dict[str, ObjectState] = {}
         vel = np.zeros(6)
@@ -659,6 +665,16 @@ class MuJoCoBackend(SimBackend):
             self.close()
         except Exception:
             pass
+
+    def _sync(self) -> None:
+        """Bring derived quantities (link poses, velocities, cameras) up to the current qpos/qvel.
+
+        ``mj_forward`` reads state only (qacc_warmstart is written by the integrator, not by it),
+        so calling it or not never changes a trajectory.
+        """
+        if self._dirty:
+            mujoco.mj_forward(self.model, self.data)
+            self._dirty = False
 
     def _check_open(self) -> None:
         if self._closed:
