@@ -307,7 +307,7 @@ class MuJoCoBackend(SimBackend):
         # servo gains from the effective inertia at the initial pose (M diagonal + armature)
         mujoco.mj_forward(model, data)
         mass = np.zeros((model.nv, model.nv))
-        mujoco.mj_fullM(model, mass, data.qM)
+        mujoco.mj_fullM(model, data, mass)  # MuJoCo >= 3.3 signature (m, d, dst)
         for jname in robot.position_joints:
             jt = joints[jname]
             inertia = float(mass[jt.dadr, jt.dadr])
