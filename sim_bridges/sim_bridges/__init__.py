@@ -44,8 +44,47 @@ def _pybullet(**kwargs: Any) -> SimBackend:
     return PyBulletBackend(**kwargs)
 
 
-#: Backend name -> factory. Isaac Sim will register "isaac" here once it exists.
-BACKENDS: Dict[str, Callable[..., SimBackend]] = {"pybullet": _pybullet}
+class BackendUnavailable(RuntimeError):
+    """A registered backend whose simulator is not installed here (one line says how to install it)."""
+
+
+def _mujoco(**kwargs: Any) -> SimBackend:
+    try:
+        # the backend module chooses MUJOCO_GL before it imports mujoco: import it, not mujoco
+        from .mujoco_backend import MuJoCoBackend
+    except ImportError as exc:
+        if (exc.name or "").split(".")[0] not in ("mujoco", "OpenGL", "glfw"):
+            raise
+        raise BackendUnavailable(
+            f"backend 'mujoco' needs the 'mujoco' package (3.x), which is not importable here ({exc}); "
+            "install it with: pip install -c requirements/constraints.txt mujoco "
+            f"(available now: {', '.join(available_backends()) or 'none'})"
+        ) from None
+    return MuJoCoBackend(**kwargs)
+
+
+#: Backend name -> factory. Isaac Sim is not registered: it cannot be installed here (docs).
+BACKENDS: Dict[str, Callable[..., SimBackend]] = {"pybullet": _pybullet, "mujoco": _mujoco}
+
+#: Backend name -> the Python module its simulator needs.
+_BACKEND_MODULES: Dict[str, str] = {"pybullet": "pybullet", "mujoco": "mujoco"}
+
+
+def available_backends() -> Tuple[str, ...]:
+    """Registered backends whose simulator is importable in this environment."""
+    import importlib.util
+
+    return tuple(n for n in sorted(BACKENDS)
+                 if importlib.util.find_spec(_BACKEND_MODULES.get(n, n)) is not None)
+
+
+#: Backends that build only some scenes (the others build every registered scene).
+_BACKEND_SCENES: Dict[str, Tuple[str, ...]] = {"mujoco": ("cartpole", "ball_plate")}
+
+
+def backend_scenes(name: str) -> Tuple[str, ...]:
+    """Scenes backend ``name`` builds (without importing its simulator)."""
+    return _BACKEND_SCENES.get(name, scene_names())
 
 
 def backend_names() -> Tuple[str, ...]:
@@ -57,7 +96,12 @@ def make_backend(name: str = "pybullet", **kwargs: Any) -> SimBackend:
     """Create a backend by name (kwargs go to its constructor).
 
     :raises ValueError: for an unknown backend, listing the valid ones
+    :raises BackendUnavailable: the backend's simulator is not installed (message says how)
     """
+    if name in ("isaac", "isaacsim") and name not in BACKENDS:
+        raise ValueError(f"backend {name!r} is not implemented: only its conversion helpers exist "
+                         f"(sim_bridges.isaac; never run on Isaac Sim, which cannot be installed here); "
+                         f"valid backends: {', '.join(backend_names())}")
     try:
         factory = BACKENDS[name]
     except KeyError:
@@ -67,6 +111,9 @@ def make_backend(name: str = "pybullet", **kwargs: Any) -> SimBackend:
 
 __all__ = [
     "BACKENDS",
+    "BackendUnavailable",
+    "available_backends",
+    "backend_scenes",
     "CameraFrame",
     "CameraIntrinsics",
     "Capability",

@@ -47,7 +47,8 @@ def max_export_error(model, vecnorm, onnx_bytes: bytes, n_obs: int, n: int = 100
     return float(np.max(np.abs(np.asarray(got, np.float64) - np.asarray(ref, np.float64))))
 
 
-def evaluate_onnx(env_id: str, onnx_path: str, episodes: int, randomize: bool, progress: bool = True) -> Dict[str, Any]:
+def evaluate_onnx(env_id: str, onnx_path: str, episodes: int, randomize: bool, progress: bool = True,
+                  backend: str = "pybullet") -> Dict[str, Any]:
     import gymnasium as gym
     import onnxruntime as ort
 
@@ -60,7 +61,7 @@ def evaluate_onnx(env_id: str, onnx_path: str, episodes: int, randomize: bool, p
     def act(obs):
         return sess.run(None, {"obs": obs[None].astype(np.float32)})[0][0]
 
-    env = gym.make(env_id, randomize=randomize)
+    env = gym.make(env_id, randomize=randomize, backend=backend)
     try:
         res = run_episodes(env, act, [EVAL_SEED_BASE + i for i in range(episodes)], progress=progress)
     finally:

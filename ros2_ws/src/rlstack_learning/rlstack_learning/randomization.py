@@ -9,8 +9,9 @@ Every task accepts ``randomize=`` (``False``, ``True`` for the task's defaults, 
 * each observation term gets Gaussian noise of ``obs_noise_scale * term.noise_std`` per step.
 
 Masses and friction need simulator access that the ``sim_bridges`` contract does not offer
-(yet): :class:`PyBulletDynamics` uses the backend's public ``client_id``. Other backends
-raise ``NotSupported`` when mass/friction randomisation is asked for.
+(yet): :class:`PyBulletDynamics` uses the backend's public ``client_id``, :class:`MuJoCoDynamics`
+the MuJoCo backend's public ``model``/``data``. Other backends raise ``NotSupported`` when
+mass/friction randomisation is asked for.
 """
 
 from __future__ import annotations
@@ -117,3 +118,70 @@ class PyBulletDynamics:
             if p.getJointInfo(body, j, physicsClientId=cid)[12].decode() == link_name:
                 return np.array(p.getLinkState(body, j, computeForwardKinematics=1, physicsClientId=cid)[4])
         raise KeyError(f"no link named '{link_name}'")
+
+
+class MuJoCoDynamics:
+    """:class:`PyBulletDynamics`' interface on the MuJoCo backend (its public ``model``/``data``).
+
+    A "body" here is what PyBullet calls one: the robot (all its links) or one free object;
+    a factor applies to every MuJoCo body of the group (mass) and every geom of it (sliding
+    friction). As in PyBullet, masses change and inertias stay (same DR semantics on both).
+    """
+
+    def __init__(self, sim: Any) -> None:
+        import mujoco  # local: only this backend needs it
+        import xml.etree.ElementTree as ET
+
+        self._mj = mujoco
+        self._sim = sim
+        model = sim.model
+        self._groups: Dict[int, List[int]] = {}
+        self._names: Dict[str, int] = {}
+        objects = {name: obj for name, obj in sim._objects.items()}
+        robot_bodies = []
+        for b in range(1, model.nbody):
+            name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, b)
+            if name in objects:
+                gid = len(self._groups) + 1
+                self._groups[gid] = [b]
+                self._names[name] = gid
+                urdf = objects[name].spec.urdf_path
+                if urdf:  # the object's URDF robot name (as PyBullet's body_named sees it)
+                    self._names[ET.parse(urdf).getroot().get("name")] = gid
+            elif not name.startswith("static_"):
+                robot_bodies.append(b)
+        if robot_bodies:
+            self._groups[0] = robot_bodies
+            for robot, _, _ in sim._robots:
+                self._names[robot.name] = 0
+        self._mass0 = model.body_mass.copy()
+        self._friction0 = model.geom_friction[:, 0].copy()
+
+    def body_named(self, name: str) -> int:
+        if name not in self._names:
+            raise KeyError(f"no body named '{name}'")
+        return self._names[name]
+
+    def apply(self, mass_factor: Dict[int, float], friction_factor: Dict[int, float]) -> None:
+        """Set mass/friction to nominal * factor (absolute: repeated calls never compound)."""
+        model = self._sim.model
+        for gid, bodies in self._groups.items():
+            for b in bodies:
+                if self._mass0[b] > 0:
+                    model.body_mass[b] = self._mass0[b] * mass_factor.get(gid, 1.0)
+                for g in range(model.body_geomadr[b], model.body_geomadr[b] + model.body_geomnum[b]):
+                    model.geom_friction[g, 0] = self._friction0[g] * friction_factor.get(gid, 1.0)
+
+    @property
+    def bodies(self) -> List[int]:
+        return sorted(self._groups)
+
+    def set_base_velocity(self, body: int, linear: Any, angular: Any = (0.0, 0.0, 0.0)) -> None:
+        """World-frame velocity of a free object (MuJoCo's free joint takes angular velocity in the body frame)."""
+        model, data = self._sim.model, self._sim.data
+        (b,) = self._groups[body]
+        dof = int(model.jnt_dofadr[model.body_jntadr[b]])
+        r = data.xmat[b].reshape(3, 3)
+        data.qvel[dof:dof + 3] = np.asarray(linear, dtype=float)
+        data.qvel[dof + 3:dof + 6] = r.T @ np.asarray(angular, dtype=float)
+        self._mj.mj_forward(model, data)

@@ -56,7 +56,7 @@ class SimBridge(Node):
     def __init__(self) -> None:
         super().__init__("sim_bridge")
         # Imported here so that `--help`-style failures and config errors stay cheap.
-        from sim_bridges import Capability, backend_names, make_backend, scene_names
+        from sim_bridges import Capability, backend_names, scene_names
         from sim_bridges.scenes import COLORS
 
         self._cap, self._colors, self._scene_names = Capability, COLORS, scene_names
@@ -143,7 +143,8 @@ class SimBridge(Node):
         self.k_gt = every_n_steps(control_rate, gt_rate)
         self.k_cam = every_n_steps(control_rate, self.camera_rate) if self.camera_enabled else None
         self.gt_ns = gt_ns.strip("/")
-        self.sim = make_backend(backend, physics_rate_hz=physics_rate, control_rate_hz=control_rate, gui=gui)
+        self.sim = self._make_backend(backend, scene, physics_rate_hz=physics_rate, control_rate_hz=control_rate,
+                                      gui=gui)
         self.limiter = VelocityLimiter(max_v, max_w, max_a, max_alpha)
         self.stall_monitor = BaseStallMonitor()
         self.watchdog = Watchdog(timeout)
@@ -185,6 +186,19 @@ class SimBridge(Node):
         self.get_logger().info(
             f"scene '{scene}' on {backend}: mode {self.mode}, physics {physics_rate:g} Hz, control "
             f"{control_rate:g} Hz, capabilities: {', '.join(sorted(map(str, self.sim.capabilities)))}")
+
+    @staticmethod
+    def _make_backend(backend: str, scene: str, **kwargs):
+        """The backend, or a ConfigError (one line, exit 2) for a scene it lacks or an engine not installed."""
+        from sim_bridges import BackendUnavailable, backend_scenes, make_backend
+
+        if scene not in backend_scenes(backend):
+            raise ConfigError(f"backend '{backend}' does not build scene '{scene}' (it builds: "
+                              f"{', '.join(backend_scenes(backend))}); use backend:=pybullet for it")
+        try:
+            return make_backend(backend, **kwargs)
+        except (BackendUnavailable, ValueError) as exc:
+            raise ConfigError(str(exc)) from None
 
     # ================================================================== scene set-up
     def _setup_scene(self, scene: str) -> None:

@@ -24,7 +24,7 @@ import numpy as np
 
 from sim_bridges import make_backend
 
-from ..randomization import DomainRandomization, PyBulletDynamics
+from ..randomization import DomainRandomization, MuJoCoDynamics, PyBulletDynamics
 from rlstack_bundle.terms import ActTerm, ObsTerm, check_terms, io_descriptor
 
 #: Episode seeds drawn during training lie in [0, TRAIN_SEED_LIMIT).
@@ -68,7 +68,8 @@ class SimTaskEnv(gym.Env):
         self.sim = make_backend(backend, physics_rate_hz=physics_rate_hz,
                                 control_rate_hz=self.control_rate_hz, **kwargs)
         self.sim.load_scene(self.scene, **self.scene_options)
-        self.dynamics = PyBulletDynamics(self.sim) if backend == "pybullet" else None
+        dynamics = {"pybullet": PyBulletDynamics, "mujoco": MuJoCoDynamics}.get(backend)
+        self.dynamics = dynamics(self.sim) if dynamics is not None else None
         if self.dr is not None and self.dr.changes_dynamics and self.dynamics is None:
             from sim_bridges import NotSupported
             raise NotSupported("mass/friction randomisation", self.scene, ["action delay", "observation noise"])

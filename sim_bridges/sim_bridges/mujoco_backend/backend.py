@@ -1,0 +1,686 @@
+"""MuJoCo 3.x implementation of :class:`sim_bridges.contract.SimBackend`.
+
+Worlds are built from the same :class:`~sim_bridges.scenes.spec.SceneSpec` /
+:class:`~sim_bridges.robots.spec.RobotSpec` as the PyBullet backend: MuJoCo
+compiles each robot's URDF (``MjSpec.from_string``, visuals kept, static links
+not fused so every URDF link stays a body), and this module adds what a URDF
+cannot say through the ``MjSpec`` editing API: actuators (cart force motor,
+position servos), free objects, the floor, cameras and lights.
+
+Scenes built here: :data:`MUJOCO_SCENES`. Any other scene name raises a
+``ValueError`` naming what this backend has and that the PyBullet backend has
+them all.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import os
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+# Headless offscreen rendering: EGL (Mesa's software llvmpipe works on CPU-only machines). Must be
+# chosen before mujoco (and PyOpenGL) are imported; an explicit MUJOCO_GL from the caller wins.
+os.environ.setdefault("MUJOCO_GL", "egl")
+if os.environ["MUJOCO_GL"] in ("egl", "osmesa"):
+    os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
+
+import mujoco  # noqa: E402
+import numpy as np  # noqa: E402
+
+from .. import _BACKEND_SCENES  # noqa: E402
+from ..contract import (  # noqa: E402
+    CameraFrame,
+    CameraIntrinsics,
+    Capability,
+    JointLimit,
+    JointState,
+    LinkTransform,
+    NotSupported,
+    ObjectState,
+    OccupancyBox,
+    Pose,
+    SimBackend,
+    Twist,
+    physics_steps_per_control,
+)
+from ..geometry import matrix_to_quat, quat_multiply  # noqa: E402
+from ..robots.spec import CameraSpec, RobotSpec  # noqa: E402
+from ..scenes import make_scene, scene_names  # noqa: E402
+from ..scenes.spec import ObjectSpec, SceneSpec  # noqa: E402
+
+__all__ = ["MUJOCO_SCENES", "MuJoCoBackend", "renderer_status"]
+
+#: Scenes this backend builds (the PyBullet backend builds every registered scene).
+MUJOCO_SCENES: Tuple[str, ...] = _BACKEND_SCENES["mujoco"]
+
+#: Position servos: natural frequency (rad/s) and damping ratio of the joint PD loop, tuned
+#: against the joint's own inertia at build time (PyBullet's motors are near-rigid constraints).
+_SERVO_OMEGA = 60.0
+_SERVO_ZETA = 1.0
+# Optical frame (z forward, y down) -> MuJoCo/OpenGL camera frame (looks down -z, y up): rotate
+# pi about x. As a quaternion (xyzw): (1, 0, 0, 0).
+_OPTICAL_TO_GL = np.array([1.0, 0.0, 0.0, 0.0])
+
+
+def _wxyz(q_xyzw: Sequence[float]) -> List[float]:
+    x, y, z, w = (float(v) for v in q_xyzw)
+    return [w, x, y, z]
+
+
+def _xyzw(q_wxyz: Sequence[float]) -> np.ndarray:
+    w, x, y, z = (float(v) for v in q_wxyz)
+    return np.array([x, y, z, w])
+
+
+_RENDERER_STATUS: Optional[Tuple[bool, str]] = None
+
+
+def renderer_status() -> Tuple[bool, str]:
+    """``(works, reason)`` of MuJoCo's offscreen renderer in this process (probed once).
+
+    Creates a tiny model and a 4x4 :class:`mujoco.Renderer` under the configured ``MUJOCO_GL``.
+    """
+    global _RENDERER_STATUS
+    if _RENDERER_STATUS is None:
+        backend = os.environ.get("MUJOCO_GL", "")
+        try:
+            model = mujoco.MjModel.from_xml_string("<mujoco><worldbody/></mujoco>")
+            renderer = mujoco.Renderer(model, 4, 4)
+            renderer.close()
+            _RENDERER_STATUS = (True, f"MuJoCo offscreen renderer (MUJOCO_GL={backend})")
+        except Exception as exc:  # no GL in this process: the camera capability is dropped
+            _RENDERER_STATUS = (False, f"no MuJoCo offscreen GL context (MUJOCO_GL={backend}): "
+                                       f"{type(exc).__name__}: {str(exc)[:200]}; install Mesa EGL "
+                                       "(libegl1, libgl1-mesa-dri) or OSMesa and set MUJOCO_GL=egl|osmesa")
+    return _RENDERER_STATUS
+
+
+@dataclass
+class _Joint:
+    name: str
+    jid: int
+    qadr: int
+    dadr: int
+    lower: float
+    upper: float
+    max_velocity: float
+    effort: float
+    actuator: Optional[int] = None  # position servo / force motor driving it
+
+
+@dataclass
+class _Object:
+    spec: ObjectSpec
+    bid: int
+    qadr: int
+    dadr: int
+
+
+def _urdf_info(text: str) -> Tuple[Dict[str, Tuple[float, float]], Dict[str, Dict[str, float]]]:
+    """``(joint -> (max_velocity, effort), link -> contact params)`` read from the URDF text."""
+    root = ET.fromstring(text)
+    joints: Dict[str, Tuple[float, float]] = {}
+    for j in root.iter("joint"):
+        lim = j.find("limit")
+        vel = float(lim.get("velocity", "inf")) if lim is not None else math.inf
+        eff = float(lim.get("effort", "inf")) if lim is not None else math.inf
+        joints[j.get("name")] = (vel, eff)
+    contacts: Dict[str, Dict[str, float]] = {}
+    for link in root.iter("link"):
+        c = link.find("contact")
+        if c is not None:
+            contacts[link.get("name")] = {ch.tag: float(ch.get("value")) for ch in c if ch.get("value") is not None}
+    return joints, contacts
+
+
+def _with_mujoco_compiler(text: str) -> str:
+    """Ask MuJoCo's URDF compiler to keep visuals and every link as its own body."""
+    root = ET.fromstring(text)
+    for old in root.findall("mujoco"):
+        root.remove(old)
+    mj = ET.SubElement(root, "mujoco")
+    ET.SubElement(mj, "compiler", discardvisual="false", fusestatic="false", strippath="false",
+                  balanceinertia="true")
+    return ET.tostring(root, encoding="unicode")
+
+
+class MuJoCoBackend(SimBackend):
+    """MuJoCo 3.x simulation behind the backend contract (headless).
+
+    :param physics_rate_hz: fixed integration rate (``opt.timestep = 1 / rate``)
+    :param control_rate_hz: rate of :meth:`step`; must divide ``physics_rate_hz``
+    :param gui: not supported (raises ``ValueError`` when true); MuJoCo's viewer needs a display
+    :param integrator: MuJoCo integrator name (``implicitfast`` default: servo damping implicit)
+
+    Example::
+
+        with MuJoCoBackend() as sim:
+            sim.load_scene("cartpole")
+            sim.set_cart_force(5.0)
+            sim.step(10)
+    """
+
+    def __init__(self, physics_rate_hz: float = 240.0, control_rate_hz: float = 60.0, gui: bool = False,
+                 integrator: str = "implicitfast") -> None:
+        if gui:
+            raise ValueError("the mujoco backend has no GUI here (headless only); run with gui:=false")
+        if not (math.isfinite(physics_rate_hz) and physics_rate_hz > 0):
+            raise ValueError(f"physics_rate_hz must be positive, got {physics_rate_hz!r}")
+        integrators = {"euler": mujoco.mjtIntegrator.mjINT_EULER, "rk4": mujoco.mjtIntegrator.mjINT_RK4,
+                       "implicit": mujoco.mjtIntegrator.mjINT_IMPLICIT,
+                       "implicitfast": mujoco.mjtIntegrator.mjINT_IMPLICITFAST}
+        if integrator not in integrators:
+            raise ValueError(f"integrator must be one of {sorted(integrators)}, got {integrator!r}")
+        self._integrator = integrators[integrator]
+        self._physics_rate_hz = float(physics_rate_hz)
+        self._substeps = physics_steps_per_control(self._physics_rate_hz, control_rate_hz)
+        self._closed = False
+        self._clear_scene()
+
+    def _clear_scene(self) -> None:
+        self._spec: Optional[SceneSpec] = None
+        self._caps: frozenset = frozenset()
+        self.model: Optional[Any] = None
+        self.data: Optional[Any] = None
+        self._robots: List[Tuple[RobotSpec, Dict[str, _Joint], Dict[str, int]]] = []
+        self._joints: Dict[str, _Joint] = {}
+        self._joint_names: Tuple[str, ...] = ()
+        self._position_joints: Dict[str, _Joint] = {}
+        self._objects: Dict[str, _Object] = {}
+        self._cameras: Dict[str, Tuple[CameraSpec, int]] = {}
+        self._renderers: Dict[Tuple[int, int], Any] = {}
+        self._camera_reason = ""
+        self._cart: Optional[Tuple[RobotSpec, _Joint]] = None
+        self._plate: Optional[RobotSpec] = None
+        self._physics_steps = 0
+        self._dirty = False
+        self._qadr = np.zeros(0, dtype=np.int64)
+        self._dadr = np.zeros(0, dtype=np.int64)
+
+    # ------------------------------------------------------------------ scene
+    def load_scene(self, name: str, **options: Any) -> None:
+        """Build scene ``name`` and reset it with ``seed`` (option, default 0).
+
+        :raises ValueError: unknown scene (listing all), a scene this backend does not build
+            (listing :data:`MUJOCO_SCENES`), or bad options
+        """
+        self._check_open()
+        seed = options.pop("seed", 0)
+        if name in scene_names() and name not in MUJOCO_SCENES:
+            raise ValueError(
+                f"scene '{name}' is not built on the mujoco backend (mujoco scenes: {', '.join(MUJOCO_SCENES)}); "
+                f"use backend 'pybullet' for it (it builds all of: {', '.join(scene_names())})")
+        try:
+            spec = make_scene(name, **options)
+        except TypeError as exc:
+            raise ValueError(f"bad options for scene '{name}': {exc}") from None
+        self._build_world(spec)
+        self.reset(seed)
+
+    def _build_world(self, spec: SceneSpec) -> None:
+        self._close_renderers()
+        self._clear_scene()
+        if len(spec.robots) != 1:
+            raise ValueError(f"mujoco backend: scene '{spec.name}' has {len(spec.robots)} robots; one is supported")
+        robot = spec.robots[0]
+        text = robot.urdf_text if robot.urdf_text is not None else open(robot.urdf_path, encoding="utf-8").read()
+        urdf_joints, urdf_contacts = _urdf_info(text)
+        ms = mujoco.MjSpec.from_string(_with_mujoco_compiler(text))
+        ms.option.timestep = 1.0 / self._physics_rate_hz
+        ms.option.integrator = self._integrator
+        ms.option.gravity = [0.0, 0.0, -spec.gravity]
+        ms.visual.headlight.ambient = [0.4, 0.4, 0.4]
+        ms.visual.headlight.diffuse = [0.6, 0.6, 0.6]
+        root = ms.worldbody.first_body()
+        root.pos = list(robot.base_pose.position)
+        root.quat = _wxyz(robot.base_pose.orientation)
+        if not robot.fixed_base:
+            raise ValueError(f"mujoco backend: mobile robot '{robot.name}' is not supported yet")
+        # URDF contact blocks (PyBullet extension) -> geom friction on that link's collision geoms
+        for body in ms.bodies:
+            c = urdf_contacts.get(body.name)
+            if c:
+                for geom in body.geoms:
+                    if geom.contype or geom.conaffinity:
+                        # unset spinning/rolling friction: 0 as in Bullet (MuJoCo combines by max,
+                        # so the ball's own values then apply)
+                        geom.friction = [c.get("lateral_friction", 1.0), c.get("spinning_friction", 0.0),
+                                         c.get("rolling_friction", 0.0)]
+        # URDF visuals come with group 1 collisions off; MuJoCo compiles URDF collision geoms as
+        # contype/conaffinity 1 and visuals as 0/0, which is what we want.
+        if spec.ground_plane:
+            ms.worldbody.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 1],
+                                  rgba=[0.8, 0.8, 0.8, 1])
+        for obj in spec.static:
+            self._add_static(ms, obj)
+        for obj in spec.objects:
+            self._add_object(ms, obj)
+        # actuators
+        if robot.cart_joint is not None:
+            ms.add_actuator(name="cart_force", target=robot.cart_joint,
+                            trntype=mujoco.mjtTrn.mjTRN_JOINT, ctrllimited=mujoco.mjtLimited.mjLIMITED_TRUE,
+                            ctrlrange=[-robot.cart_max_force, robot.cart_max_force], gear=[1, 0, 0, 0, 0, 0])
+        for jname in robot.position_joints:
+            effort = urdf_joints.get(jname, (math.inf, math.inf))[1]
+            act = ms.add_actuator(name=f"servo_{jname}", target=jname, trntype=mujoco.mjtTrn.mjTRN_JOINT)
+            # kp/kv are set after compiling, from the joint's effective inertia
+            act.gaintype = mujoco.mjtGain.mjGAIN_FIXED
+            act.biastype = mujoco.mjtBias.mjBIAS_AFFINE
+            if math.isfinite(effort):
+                act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
+                act.forcerange = [-effort, effort]
+        for cam in spec.all_cameras:
+            self._add_camera(ms, cam)
+        model = ms.compile()
+        data = mujoco.MjData(model)
+        self.model, self.data = model, data
+        self._spec = spec
+        # joints of the robot (objects' free joints excluded)
+        links: Dict[str, int] = {}
+        robot_bodies = set()
+        for b in range(1, model.nbody):
+            bname = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, b)
+            if bname not in self._objects_spec_names(spec):
+                links[bname] = b
+                robot_bodies.add(b)
+        joints: Dict[str, _Joint] = {}
+        for j in range(model.njnt):
+            if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE:
+                continue
+            jname = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, j)
+            if model.jnt_limited[j]:
+                lower, upper = (float(v) for v in model.jnt_range[j])
+            else:
+                lower, upper = -math.inf, math.inf
+            vel, eff = urdf_joints.get(jname, (math.inf, math.inf))
+            joints[jname] = _Joint(jname, j, int(model.jnt_qposadr[j]), int(model.jnt_dofadr[j]),
+                                   lower, upper, vel, eff)
+        for a in range(model.nu):
+            jname = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, int(model.actuator_trnid[a, 0]))
+            joints[jname].actuator = a
+        for name in robot.position_joints + robot.passive_joints:
+            if name not in joints:
+                raise ValueError(f"robot '{robot.name}': no movable joint '{name}'")
+        # servo gains from the effective inertia at the initial pose (M diagonal + armature)
+        mujoco.mj_forward(model, data)
+        mass = np.zeros((model.nv, model.nv))
+        mujoco.mj_fullM(model, data, mass)  # MuJoCo >= 3.3 signature (m, d, dst)
+        for jname in robot.position_joints:
+            jt = joints[jname]
+            inertia = float(mass[jt.dadr, jt.dadr])
+            kp = inertia * _SERVO_OMEGA ** 2
+            kv = 2.0 * _SERVO_ZETA * inertia * _SERVO_OMEGA
+            model.actuator_gainprm[jt.actuator, 0] = kp
+            model.actuator_biasprm[jt.actuator, :3] = [0.0, -kp, -kv]
+        self._robots = [(robot, joints, links)]
+        self._joints = joints
+        self._joint_names = tuple(joints)
+        self._qadr = np.array([j.qadr for j in joints.values()], dtype=np.int64)
+        self._dadr = np.array([j.dadr for j in joints.values()], dtype=np.int64)
+        self._position_joints = {n: joints[n] for n in robot.position_joints}
+        if robot.cart_joint is not None:
+            self._cart = (robot, joints[robot.cart_joint])
+        if robot.plate_joints is not None:
+            self._plate = robot
+        caps = set(spec.capabilities)
+        if Capability.CAMERA in caps:
+            ok, reason = renderer_status()
+            if not ok:
+                caps.discard(Capability.CAMERA)
+                self._camera_reason = reason
+        self._caps = frozenset(caps)
+        self._resolve_ids()
+
+    @staticmethod
+    def _objects_spec_names(spec: SceneSpec) -> set:
+        return {o.name for o in spec.objects} | {f"static_{o.name}" for o in spec.static}
+
+    def _add_static(self, ms: Any, obj: ObjectSpec) -> None:
+        body = ms.worldbody.add_body(name=f"static_{obj.name}", pos=list(obj.pose.position),
+                                     quat=_wxyz(obj.pose.orientation))
+        self._add_shape(body, obj)
+
+    def _add_shape(self, body: Any, obj: ObjectSpec, friction: Optional[List[float]] = None) -> Any:
+        sx, sy, sz = obj.size
+        if obj.shape == "box":
+            kind, size = mujoco.mjtGeom.mjGEOM_BOX, [sx / 2, sy / 2, sz / 2]
+        elif obj.shape == "sphere":
+            kind, size = mujoco.mjtGeom.mjGEOM_SPHERE, [sx / 2, 0, 0]
+        else:
+            kind, size = mujoco.mjtGeom.mjGEOM_CYLINDER, [sx / 2, sz / 2, 0]
+        geom = body.add_geom(name=obj.name, type=kind, size=size, rgba=list(obj.rgba))
+        geom.friction = friction or [obj.lateral_friction, max(obj.spinning_friction, 0.0),
+                                     max(obj.rolling_friction, 0.0)]
+        return geom
+
+    def _add_object(self, ms: Any, obj: ObjectSpec) -> None:
+        body = ms.worldbody.add_body(name=obj.name, pos=list(obj.pose.position), quat=_wxyz(obj.pose.orientation))
+        body.add_freejoint(name=f"{obj.name}_free")
+        mass, inertia, friction, restitution = obj.mass, None, None, obj.restitution
+        if obj.urdf_path is not None:  # carries the inertia and contact parameters (e.g. the ping-pong ball)
+            root = ET.parse(obj.urdf_path).getroot()
+            inert = root.find("link/inertial")
+            if inert is not None:
+                mass = float(inert.find("mass").get("value"))
+                i = inert.find("inertia")
+                inertia = [float(i.get(k)) for k in ("ixx", "iyy", "izz")]
+            c = root.find("link/contact")
+            if c is not None:
+                vals = {ch.tag: float(ch.get("value")) for ch in c if ch.get("value") is not None}
+                friction = [vals.get("lateral_friction", 1.0), vals.get("spinning_friction", 0.005),
+                            vals.get("rolling_friction", 1e-4)]
+                restitution = vals.get("restitution", restitution)
+        geom = self._add_shape(body, obj, friction)
+        if friction is not None and (friction[1] > 0 or friction[2] > 0):
+            geom.condim = 6  # torsional + rolling friction
+        # MuJoCo has no restitution coefficient: contacts keep MuJoCo's default (critically damped)
+        # softness, so a dropped ball does not bounce as in Bullet (the tasks never drop it)
+        if inertia is not None:
+            body.explicitinertial = True
+            body.mass = mass
+            body.ipos = [0, 0, 0]
+            body.inertia = inertia
+        else:
+            geom.mass = mass
+        self._objects[obj.name] = _Object(obj, -1, -1, -1)
+
+    def _add_camera(self, ms: Any, cam: CameraSpec) -> None:
+        parent = ms.worldbody if cam.link is None else ms.body(cam.link)
+        if parent is None:
+            raise ValueError(f"camera '{cam.name}': no link '{cam.link}'")
+        quat = quat_multiply(cam.pose.orientation, _OPTICAL_TO_GL)
+        parent.add_camera(name=cam.name, pos=list(cam.pose.position), quat=_wxyz(quat),
+                          fovy=math.degrees(cam.vfov_rad))
+        self._cameras[cam.name] = (cam, -1)
+
+    def _resolve_ids(self) -> None:
+        model = self.model
+        for name, obj in self._objects.items():
+            bid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, name)
+            jid = int(model.body_jntadr[bid])
+            obj.bid, obj.qadr, obj.dadr = bid, int(model.jnt_qposadr[jid]), int(model.jnt_dofadr[jid])
+        for name, (cam, _) in list(self._cameras.items()):
+            self._cameras[name] = (cam, mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, name))
+
+    # ------------------------------------------------------------------ reset
+    def reset(self, seed: int) -> None:
+        """``mj_resetData`` (clears all state incl. warm starts), then the seeded initial state.
+
+        MuJoCo keeps no hidden state outside ``MjData``, so this is exact: a reset episode is
+        bitwise identical to one in a freshly built world.
+        """
+        self._check_loaded()
+        seed = operator.index(seed)
+        model, data = self.model, self.data
+        mujoco.mj_resetData(model, data)
+        rng = np.random.default_rng(seed)
+        for robot, joints, _ in self._robots:
+            state = {n: (float(robot.initial_positions.get(n, 0.0)), 0.0) for n in joints}
+            if robot.sample_initial_state is not None:
+                state.update(robot.sample_initial_state(rng))
+            for name, (pos, vel) in state.items():
+                jt = joints[name]
+                data.qpos[jt.qadr] = pos
+                data.qvel[jt.dadr] = vel
+            # latch "hold still": servo targets = initial positions, cart force 0
+            for name in robot.position_joints:
+                data.ctrl[joints[name].actuator] = state[name][0]
+        poses = self._spec.sample_object_poses(rng) if self._spec.sample_object_poses else {}
+        for name, obj in self._objects.items():
+            pose = poses.get(name, obj.spec.pose)
+            data.qpos[obj.qadr:obj.qadr + 3] = pose.position
+            data.qpos[obj.qadr + 3:obj.qadr + 7] = _wxyz(pose.orientation)
+            data.qvel[obj.dadr:obj.dadr + 6] = 0.0
+        mujoco.mj_forward(model, data)
+        self._dirty = False
+        self._physics_steps = 0
+
+    # ------------------------------------------------------------------- time
+    def step(self, n_control_steps: int = 1) -> None:
+        if self._spec is None:
+            self._check_loaded()
+        if type(n_control_steps) is not int:
+            n_control_steps = operator.index(n_control_steps)
+        if n_control_steps < 0:
+            raise ValueError(f"n_control_steps must be >= 0, got {n_control_steps}")
+        n = n_control_steps * self._substeps
+        if n:
+            mujoco.mj_step(self.model, self.data, n)
+            # mj_step leaves positions-derived quantities (xpos, cam_xpos, cvel) at the state
+            # *before* its last integration; they are recomputed on demand by _sync()
+            self._dirty = True
+        self._physics_steps += n
+
+    @property
+    def sim_time(self) -> float:
+        return self._physics_steps / self._physics_rate_hz
+
+    @property
+    def physics_rate_hz(self) -> float:
+        return self._physics_rate_hz
+
+    @property
+    def control_period(self) -> float:
+        return self._substeps / self._physics_rate_hz
+
+    @property
+    def physics_steps_per_control(self) -> int:
+        return self._substeps
+
+    def set_control_rate(self, control_rate_hz: float) -> None:
+        self._substeps = physics_steps_per_control(self._physics_rate_hz, control_rate_hz)
+
+    @property
+    def scene_name(self) -> Optional[str]:
+        return None if self._spec is None else self._spec.name
+
+    @property
+    def capabilities(self) -> frozenset:
+        return self._caps
+
+    # ---------------------------------------------------------------- joints
+    @property
+    def joint_names(self) -> Tuple[str, ...]:
+        return self._joint_names
+
+    def joint_state(self) -> JointState:
+        self._check_loaded()
+        d = self.data
+        if not self._joint_names:
+            return JointState((), np.zeros(0), np.zeros(0), np.zeros(0))
+        return JointState(self._joint_names, d.qpos[self._qadr], d.qvel[self._dadr],
+                          d.qfrc_actuator[self._dadr])
+
+    def joint_limits(self) -> Dict[str, JointLimit]:
+        self._check_loaded()
+        return {n: JointLimit(j.lower, j.upper, j.max_velocity) for n, j in self._joints.items()}
+
+    def set_joint_targets(self, names: Sequence[str], positions: Sequence[float]) -> None:
+        self._check_loaded()
+        if not self._position_joints:
+            raise self._not_supported(Capability.JOINT_POSITION_CONTROL)
+        names = list(names)
+        targets = np.asarray(positions, dtype=np.float64)
+        if targets.ndim != 1 or len(names) != targets.shape[0]:
+            raise ValueError(f"got {len(names)} joint names but {targets.size} positions")
+        if not np.all(np.isfinite(targets)):
+            raise ValueError(f"joint targets must be finite, got {targets.tolist()}")
+        if len(set(names)) != len(names):
+            raise ValueError(f"duplicate joint names in {names}")
+        joints = []
+        for name, target in zip(names, targets):
+            joint = self._position_joints.get(name)
+            if joint is None:
+                if name in self._joints:
+                    raise ValueError(
+                        f"joint '{name}' is not position-controlled; controllable: {sorted(self._position_joints)}")
+                raise ValueError(f"unknown joint '{name}'; known joints: {list(self._joint_names)}")
+            if not joint.lower - 1e-9 <= target <= joint.upper + 1e-9:
+                raise ValueError(
+                    f"target {target:.6g} for joint '{name}' outside limits [{joint.lower:.6g}, {joint.upper:.6g}]")
+            joints.append(joint)
+        for joint, target in zip(joints, targets):
+            self.data.ctrl[joint.actuator] = float(target)
+
+    # ---------------------------------------------------------------- cameras
+    @property
+    def camera_names(self) -> Tuple[str, ...]:
+        return tuple(self._cameras) if Capability.CAMERA in self._caps else ()
+
+    def _optical_pose(self, cam: CameraSpec, cid: int) -> Pose:
+        d = self.data
+        r = d.cam_xmat[cid].reshape(3, 3)
+        q_gl = matrix_to_quat(r)
+        return Pose(d.cam_xpos[cid].copy(), quat_multiply(q_gl, _OPTICAL_TO_GL))
+
+    def camera_frame(self, name: str) -> CameraFrame:
+        self._check_loaded()
+        if Capability.CAMERA not in self._caps and self._cameras:
+            raise NotSupported(f"camera ({self._camera_reason})", self.scene_name, [str(c) for c in self._caps])
+        entry = self._cameras.get(name)
+        if entry is None:
+            raise ValueError(f"unknown camera '{name}'; cameras: {list(self._cameras)}")
+        cam, cid = entry
+        self._sync()
+        model = self.model
+        key = (cam.height, cam.width)
+        renderer = self._renderers.get(key)
+        if renderer is None:
+            model.vis.global_.offwidth = max(model.vis.global_.offwidth, cam.width)
+            model.vis.global_.offheight = max(model.vis.global_.offheight, cam.height)
+            renderer = self._renderers[key] = mujoco.Renderer(model, cam.height, cam.width)
+        # near/far are fractions of the model extent in MuJoCo
+        extent = float(model.stat.extent)
+        model.vis.map.znear = cam.near / extent
+        model.vis.map.zfar = cam.far / extent
+        renderer.disable_depth_rendering()
+        renderer.update_scene(self.data, camera=cid)
+        rgb = renderer.render().copy()
+        renderer.enable_depth_rendering()
+        renderer.update_scene(self.data, camera=cid)
+        depth = renderer.render().astype(np.float32)
+        renderer.disable_depth_rendering()
+        depth[(depth >= cam.far * (1 - 1e-4)) | ~np.isfinite(depth)] = np.nan
+        rgb.setflags(write=False)
+        depth.setflags(write=False)
+        return CameraFrame(name=name, stamp=self.sim_time, rgb=rgb, depth=depth,
+                           intrinsics=CameraIntrinsics.from_vertical_fov(cam.width, cam.height, cam.vfov_rad),
+                           pose=self._optical_pose(cam, cid), frame_id=f"{name}_optical_frame")
+
+    # ----------------------------------------------------------- ground truth
+    def link_transforms(self) -> List[LinkTransform]:
+        self._check_loaded()
+        self._sync()
+        model, d = self.model, self.data
+        out: List[LinkTransform] = []
+        for robot, _, links in self._robots:
+            for name, b in links.items():
+                parent = int(model.body_parentid[b])
+                pos_c, q_c = d.xpos[b], _xyzw(d.xquat[b])
+                if parent == 0:
+                    out.append(LinkTransform("world", name, Pose(pos_c, q_c)))
+                    continue
+                pname = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, parent)
+                r_p = d.xmat[parent].reshape(3, 3)
+                q_p_inv = _xyzw(d.xquat[parent]) * np.array([-1, -1, -1, 1])
+                out.append(LinkTransform(pname, name, Pose(r_p.T @ (pos_c - d.xpos[parent]),
+                                                           quat_multiply(q_p_inv, q_c))))
+        return out
+
+    def ground_truth(self) -> Dict[str, ObjectState]:
+        self._check_loaded()
+        self._sync()
+        model, d = self.model, self.data
+        out: Dict[str, ObjectState] = {}
+        vel = np.zeros(6)
+        for name, obj in self._objects.items():
+            q = d.qpos[obj.qadr:obj.qadr + 7]
+            qv = d.qvel[obj.dadr:obj.dadr + 6]
+            r = d.xmat[obj.bid].reshape(3, 3)
+            # free joint: linear velocity in world, angular velocity in the body frame
+            s = obj.spec
+            out[name] = ObjectState(name, Pose(q[:3], _xyzw(q[3:7])), Twist(qv[:3], r @ qv[3:6]),
+                                    s.shape, s.color_name, tuple(s.size))
+        for robot, _, links in self._robots:
+            for name, (link, shape, color, size) in robot.link_objects.items():
+                b = links[link]
+                mujoco.mj_objectVelocity(model, d, mujoco.mjtObj.mjOBJ_BODY, b, vel, 0)
+                out[name] = ObjectState(name, Pose(d.xipos[b], _xyzw(d.xquat[b])), Twist(vel[3:], vel[:3]),
+                                        shape, color, tuple(size))
+        return out
+
+    def set_object_pose(self, name: str, pose: Pose) -> None:
+        self._check_loaded()
+        if name not in self._objects:
+            raise ValueError(f"unknown object '{name}'; objects: {', '.join(sorted(self._objects))}")
+        values = list(pose.position) + list(pose.orientation)
+        if not all(math.isfinite(float(v)) for v in values):
+            raise ValueError(f"pose of '{name}' is not finite: {values}")
+        obj = self._objects[name]
+        self.data.qpos[obj.qadr:obj.qadr + 3] = pose.position
+        self.data.qpos[obj.qadr + 3:obj.qadr + 7] = _wxyz(pose.orientation)
+        self.data.qvel[obj.dadr:obj.dadr + 6] = 0.0
+        mujoco.mj_forward(self.model, self.data)
+
+    def static_occupancy(self) -> List[OccupancyBox]:
+        self.require(Capability.STATIC_OCCUPANCY)
+        return list(self._spec.occupancy)
+
+    # ------------------------------------------------- optional robot features
+    def set_cart_force(self, force: float) -> None:
+        """Latched horizontal force on the cart (N, +x): a MuJoCo ``motor`` actuator's control."""
+        self.require(Capability.CART_FORCE)
+        robot, joint = self._cart
+        limit = robot.cart_max_force
+        if not math.isfinite(force) or abs(force) > limit:
+            raise ValueError(f"cart force must be finite and within +-{limit} N, got {force}")
+        self.data.ctrl[joint.actuator] = float(force)
+
+    def set_plate_angles(self, pitch: float, roll: float) -> None:
+        """Plate tilt targets (position servos); ``ValueError`` beyond the +-0.25 rad limits."""
+        self.require(Capability.PLATE_ANGLES)
+        self.set_joint_targets(self._plate.plate_joints, [pitch, roll])
+
+    # -------------------------------------------------------------- lifecycle
+    def _close_renderers(self) -> None:
+        for renderer in getattr(self, "_renderers", {}).values():
+            try:
+                renderer.close()
+            except Exception:
+                pass
+        self._renderers = {}
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._close_renderers()
+        self._clear_scene()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def _sync(self) -> None:
+        """Bring derived quantities (link poses, velocities, cameras) up to the current qpos/qvel.
+
+        ``mj_forward`` reads state only (qacc_warmstart is written by the integrator, not by it),
+        so calling it or not never changes a trajectory.
+        """
+        if self._dirty:
+            mujoco.mj_forward(self.model, self.data)
+            self._dirty = False
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("backend is closed")
+
+    def _check_loaded(self) -> None:
+        self._check_open()
+        if self._spec is None:
+            raise RuntimeError("no scene loaded: call load_scene() first")
