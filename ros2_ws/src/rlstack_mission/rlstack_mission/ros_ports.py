@@ -525,8 +525,12 @@ class RosPorts:
                     let_go = self._hand_is_empty()
                 if let_go:
                     return GraspOutcome(True)
-                why = (f"the fingers stayed at {width * 100:.1f} cm" if width < self.n.open_finger_width
-                       else f"the fingers opened ({width * 100:.1f} cm) but the object rose with the hand")
+                if width < self.n.open_finger_width:
+                    why = f"the fingers stayed at {width * 100:.1f} cm"
+                elif placed_z is not None and z is not None:
+                    why = f"the fingers opened ({width * 100:.1f} cm) but the object rose with the hand"
+                else:
+                    why = f"the fingers opened ({width * 100:.1f} cm) but, closed again, they stopped on the object"
                 self.n.get_logger().warning(
                     f"release attempt {attempt + 1}: {why} (fingers {[round(v, 4) for v in self.n.finger_pair]} m, "
                     f"grasp point z {self._ee()[2]:.3f} m in base_link, object z "
