@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Tuple
 
+from .backend_scenes import PARTIAL_BACKEND_SCENES
 from .contract import (
     CameraFrame,
     CameraIntrinsics,
@@ -79,7 +80,7 @@ def available_backends() -> Tuple[str, ...]:
 
 
 #: Backends that build only some scenes (the others build every registered scene).
-_BACKEND_SCENES: Dict[str, Tuple[str, ...]] = {"mujoco": ("cartpole", "ball_plate")}
+_BACKEND_SCENES: Dict[str, Tuple[str, ...]] = PARTIAL_BACKEND_SCENES
 
 
 def backend_scenes(name: str) -> Tuple[str, ...]:

@@ -30,7 +30,7 @@ if os.environ["MUJOCO_GL"] in ("egl", "osmesa"):
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 
-from .. import _BACKEND_SCENES  # noqa: E402
+from ..backend_scenes import PARTIAL_BACKEND_SCENES  # noqa: E402
 from ..contract import (  # noqa: E402
     CameraFrame,
     CameraIntrinsics,
@@ -54,7 +54,7 @@ from ..scenes.spec import ObjectSpec, SceneSpec  # noqa: E402
 __all__ = ["MUJOCO_SCENES", "MuJoCoBackend", "renderer_status"]
 
 #: Scenes this backend builds (the PyBullet backend builds every registered scene).
-MUJOCO_SCENES: Tuple[str, ...] = _BACKEND_SCENES["mujoco"]
+MUJOCO_SCENES: Tuple[str, ...] = PARTIAL_BACKEND_SCENES["mujoco"]
 
 #: Position servos: natural frequency (rad/s) and damping ratio of the joint PD loop, tuned
 #: against the joint's own inertia at build time (PyBullet's motors are near-rigid constraints).

@@ -504,12 +504,12 @@ class RosPorts:
             for attempt in range(self.n.release_attempts):
                 if attempt:
                     self._move_ee(self.n.place_point, 4.0, gripper_open=True, stop_when_blocked=True)   # down again
-                # Ease off first: the arm still pushes towards a target below the floor, and the
-                # friction of the pressed cube held the fingers shut against the open command (seen
-                # in a demo: "the fingers stayed at 5.4 cm" three times). 1 cm up, the cube rests on
-                # the floor again or hangs just above it.
-                self.n.ee_pub.publish(Vector3(x=0.0, y=0.0, z=0.01))   # the arm's target: 1 cm above where it is
-                self._sim_sleep(0.3)
+                # Ease off first: the arm still pushes towards a target below the floor, and with the
+                # fingertips pressed on the floor their friction held the fingers shut against the
+                # open command (seen in demos: "the fingers stayed at 5.3 cm" three times; a 1 cm
+                # ease-off was not enough). 2.5-4 cm up the cube hangs just above the floor.
+                self._move_ee(self._ee() + np.array([0.0, 0.0, 0.04]), 1.5, gripper_open=None)
+                self._sim_sleep(0.2)
                 placed_z = self._target_height(carried) if carried else None
                 self.n.gripper_pub.publish(Bool(data=True))
                 self._sim_sleep(0.6)
