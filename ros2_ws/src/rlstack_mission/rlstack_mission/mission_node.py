@@ -203,9 +203,9 @@ class MissionNode(Node):
         if len(carry) != 3:
             raise ValueError("carry_point must be (x, y, z)")
         self.carry_point = np.array(carry, dtype=float)
-        place = d("place_point", [0.40, 0.0, -0.06], "Grasp point in base_link where the object is put down before "
-                  "the gripper opens (x, y, z), m: low enough that a carried cube meets the floor (base_link is 0.08 m "
-                  "above it), so it is placed, not dropped; x should equal carry_offset")
+        place = d("place_point", [0.40, 0.0, -0.02], "Grasp point in base_link where the gripper opens (x, y, z), m: "
+                  "6 cm above the floor (base_link is 0.08 m up), so a carried cube is let go just above it, not "
+                  "dropped from the carry height; x should equal carry_offset")
         if len(place) != 3:
             raise ValueError("place_point must be (x, y, z)")
         self.place_point = np.array(place, dtype=float)

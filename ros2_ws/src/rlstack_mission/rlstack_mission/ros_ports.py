@@ -482,12 +482,13 @@ class RosPorts:
     def release(self) -> GraspOutcome:
         """Put the object down at the drop-off and check that the hand let go of it.
 
-        Place, not drop: the hand first goes down to ``place_point`` (a carried cube meets the
-        floor there; the arm pushes it flat) and only then opens. Dropped from the carry height
-        (0.7 m) the cube jammed in the opened hand about 1 time in 14: a cube turned in the grasp
-        so that a long diagonal (8 cm and more) lies between the fingers, which open to 8 cm,
-        stays wedged (``tools/repro_drop_jam.py``). Pressed onto the floor first, it is turned flat
-        (a 5 cm face, 7.1 cm diagonal) before the fingers open.
+        Put down, not dropped: the hand first goes down to ``place_point`` (the grasp point 6 cm
+        above the floor; the descent also stops if the cube touches the floor) and only then opens.
+        Dropped from the carry height (0.7 m) the cube jammed in the opened hand about 1 time in 14
+        (a cube turned in the grasp so that a long diagonal lies between the open fingers,
+        ``tools/repro_drop_jam.py``). Pressed onto the floor (an earlier place point), the fingers
+        twice stayed shut at the cube's width in the demo's layout; let go just above the floor,
+        they did not.
 
         Let go means the fingers are seen open (``open_finger_width``) once the hand has risen
         ``release_rise``, and the object did not rise with it: where its height is known (the
