@@ -11,6 +11,13 @@ Why that region: the fetch mission stops the base 0.38-0.46 m from a table edge,
 off perpendicular, and presents cubes 0.06-0.30 m beyond the edge (|y| <= 0.25 m). Seen from
 ``base_link`` that is 0.44-0.76 m ahead; the static table here stands for all those stops
 (its edge at 0.40 m keeps every sampled cube, any yaw, fully on the top).
+
+``support="floor"``: no table; the cubes lie on the floor in ``FLOOR_REGION`` (0.46-0.68 m ahead,
++-0.20 m to the side), where the fetch parks the base in front of an object on the floor. Why there:
+the arm reaches a floor cube's centre (2.5 cm up) with the gripper pointing down from 0.35 to 0.76 m
+ahead of ``base_link`` at y = 0 and 0.40 to 0.76 m at y = 0.2 m, but below 0.40 m its hand comes
+within 2 cm of the body's front edge (measured with PyBullet's IK: ``docs/mission.md``, "Floor
+grasps").
 """
 
 from __future__ import annotations
@@ -40,26 +47,45 @@ CUBE_REGION = (0.44, 0.76, -0.25, 0.25)
 CUBE_SEPARATION = 0.12
 #: world z of a resting cube's centre
 CUBE_REST_Z = TABLE_TOP + 0.5 * CUBE_SIZE
+#: supports the scene can put the cubes on
+SUPPORTS = ("table", "floor")
+#: cube centre region on the floor (support="floor"), base_link frame at reset
+FLOOR_REGION = (0.46, 0.68, -0.20, 0.20)
+#: world z of a cube's centre resting on the floor
+FLOOR_REST_Z = 0.5 * CUBE_SIZE
 
 
-def _sample_cubes(rng: np.random.Generator) -> Mapping[str, Pose]:
-    (tx, ty, _), (dx, dy, _) = sample_separated_xy(rng, [CUBE_REGION], 2, min_separation=CUBE_SEPARATION)
-    yaws = rng.uniform(-np.pi, np.pi, size=2)
-    return {
-        TARGET: Pose([tx, ty, CUBE_REST_Z], quat_from_rpy(0.0, 0.0, float(yaws[0]))),
-        DISTRACTOR: Pose([dx, dy, CUBE_REST_Z], quat_from_rpy(0.0, 0.0, float(yaws[1]))),
-    }
+def _cube_sampler(region, rest_z: float):
+    def sample(rng: np.random.Generator) -> Mapping[str, Pose]:
+        (tx, ty, _), (dx, dy, _) = sample_separated_xy(rng, [region], 2, min_separation=CUBE_SEPARATION)
+        yaws = rng.uniform(-np.pi, np.pi, size=2)
+        return {
+            TARGET: Pose([tx, ty, rest_z], quat_from_rpy(0.0, 0.0, float(yaws[0]))),
+            DISTRACTOR: Pose([dx, dy, rest_z], quat_from_rpy(0.0, 0.0, float(yaws[1]))),
+        }
+    return sample
+
+
+_sample_cubes = _cube_sampler(CUBE_REGION, CUBE_REST_Z)
 
 
 def make_mobile_table_scene(wheel_radius: float = 0.08, track_width: float = 0.42,
-                            robot_pose: Optional[Pose] = None, arm_visual: str = "low_poly") -> SceneSpec:
+                            robot_pose: Optional[Pose] = None, arm_visual: str = "low_poly",
+                            support: str = "table") -> SceneSpec:
     """The mobile manipulator at the origin (facing +x) in front of a home-size table.
 
     :param wheel_radius: base wheel radius (m); base_link is at this height
     :param track_width: distance between the wheels (m)
     :param robot_pose: start pose of ``base_link`` (default: origin facing +x)
     :param arm_visual: "low_poly" (default) or "detailed" arm meshes (drawing only)
+    :param support: "table" (default: cubes on the table top) or "floor" (no table; cubes on the
+        floor in ``FLOOR_REGION``)
+    :raises ValueError: for another ``support``
     """
+    if support not in SUPPORTS:
+        raise ValueError(f"support must be one of {SUPPORTS}, got {support!r}")
+    on_floor = support == "floor"
+    rest_z = FLOOR_REST_Z if on_floor else CUBE_REST_Z
     table = ObjectSpec(
         name="table",
         shape="box",
@@ -76,7 +102,7 @@ def make_mobile_table_scene(wheel_radius: float = 0.08, track_width: float = 0.4
             color_name=color,
             mass=CUBE_MASS,
             lateral_friction=CUBE_FRICTION,
-            pose=Pose([0.55, y, CUBE_REST_Z]),
+            pose=Pose([0.55, y, rest_z]),
         )
         for name, color, y in ((TARGET, "red", 0.0), (DISTRACTOR, "green", 0.15))
     )
@@ -92,8 +118,8 @@ def make_mobile_table_scene(wheel_radius: float = 0.08, track_width: float = 0.4
         name="mobile_table",
         robots=(robot,),
         objects=cubes,
-        static=(table,),
+        static=() if on_floor else (table,),
         cameras=(camera,),
-        occupancy=(box_footprint(table),),
-        sample_object_poses=_sample_cubes,
+        occupancy=() if on_floor else (box_footprint(table),),
+        sample_object_poses=_cube_sampler(FLOOR_REGION, FLOOR_REST_Z) if on_floor else _sample_cubes,
     )

@@ -35,6 +35,9 @@ def main(argv=None) -> int:
                    help="the labelled ablation (fetch.launch.yaml robot_mode:=false): grasp on the simulator's live "
                         "pose. By default the robot grasps from perception; the evaluator judges from ground truth")
     p.add_argument("--robot-mode", action="store_true", help=argparse.SUPPRESS)   # the default now
+    p.add_argument("--support", choices=("table", "floor"), default="table",
+                   help="where the target cube is put: on a table (default, the evaluation's usual layouts) or on "
+                        "the open floor")
     p.add_argument("--graph-arg", action="append", default=[], metavar="NAME:=VALUE",
                    help="a launch argument of fetch.launch.yaml, e.g. depth_noise:=true (repeatable)")
     a = p.parse_args(argv)
@@ -66,7 +69,7 @@ def main(argv=None) -> int:
             print(f"fetch graph ready in {ready_s:.1f} s", flush=True)
             harness = FetchHarness(node)
             for seed in range(a.seed_base, a.seed_base + a.layouts):
-                layout = harness.layout(seed, str(ROOT / "maps" / "home.yaml"))
+                layout = harness.layout(seed, str(ROOT / "maps" / "home.yaml"), support=a.support)
                 harness.apply(layout)
                 r = harness.fetch(layout, a.timeout)
                 episodes.append(r)
@@ -94,6 +97,7 @@ def main(argv=None) -> int:
         "wall_time_s": round(time.monotonic() - t_start, 1),
         "mode": "ground-truth grasp (ablation)" if a.ground_truth_grasp else "robot (grasp from perception)",
         "graph_args": graph_args,
+        "support": a.support,
     }
     (out / "results.json").write_text(json.dumps({"summary": summary, "episodes": episodes}, indent=1))
     print(json.dumps(summary, indent=1))

@@ -10,6 +10,9 @@ Read :meth:`FetchMission.run` top to bottom; it is the whole mission::
     NAVIGATE  choose the free side of the object's support (table) nearest to it, drive to a
               staging pose there (the navigation stack plans, replans on a blocked path),
               look again to refine the object's position, dock straight in   -> UNREACHABLE
+              (an object on the floor: a free pose ``floor_view_distance`` from it, facing it,
+              where the head camera sees it; the grasp pose is estimated there, then the base
+              drives in to ``floor_grasp_distance``: from that close the camera cannot see it)
     GRASP     run the lift controller; on failure release, back off, re-observe and retry,
               up to ``max_grasp_attempts``                                   -> GRASP_FAILED
     RETURN    stow the arm in its carry pose, back off, drive to the stand pose behind the
@@ -59,6 +62,13 @@ class MissionAborted(Exception):
         self.reason = reason
 
 
+class _WrongObject(MissionAborted):
+    """The close look showed another kind of object than the match: try another match."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(FetchCode.NOT_FOUND, reason)
+
+
 @dataclass(frozen=True)
 class Match:
     """One answer of the semantic map: an object, where it is (map frame) and how well it matched."""
@@ -91,6 +101,8 @@ class NavOutcome:
 class GraspOutcome:
     ok: bool
     reason: str = ""
+    #: the close look showed another kind of object than the match's label (see :func:`shape_mismatch`)
+    wrong_object: bool = False
 
 
 @dataclass(frozen=True)
@@ -106,6 +118,9 @@ class Approach:
     #: the same side at a slant (free on the static map): tried when the staging pose cannot be
     #: reached (something the static map does not know stands there, an object on the floor)
     alternates: Tuple["Approach", ...] = ()
+    #: an object on the floor: ``edge_*`` is the object itself (no support edge), the grasp pose is
+    #: estimated at the staging pose and the base then drives in to ``floor_grasp_distance``
+    on_floor: bool = False
 
     def dock_distance(self, base: Pose2D, grasp_clearance: float) -> float:
         """How far to drive straight ahead from ``base`` to stand ``grasp_clearance`` from the edge."""
@@ -136,6 +151,11 @@ class FetchParams:
     approach_headings: int = 72             # directions tried around the object when choosing the approach side
     reobserve_max_shift: float = 0.25       # a refined match farther than this from the first estimate is another object (m)
     carry_offset: float = 0.40              # carried object ahead of base_link (m): the stand pose is this far behind the drop-off
+    floor_grasps: bool = True               # grasp objects lying on the floor (the robot-mode lift is trained for it)
+    floor_view_distance: float = 1.0        # base_link -> object on the floor where its grasp pose is estimated (m):
+                                            # the head camera sees the floor from ~0.72 m ahead of base_link
+    floor_grasp_distance: float = 0.57      # base_link -> object on the floor when grasping (m): the middle of
+                                            # the lift's trained floor range (0.46-0.68 m)
     settle_s: float = 1.0                   # wait after docking / releasing (s), for the map and the object to settle
 
 
@@ -150,7 +170,12 @@ class RobotPorts(Protocol):
         """(occupied mask [row, col], resolution, (origin x, origin y)) of the static map."""
     def drive_straight(self, distance: float) -> NavOutcome: ...
     def turn(self, angle: float) -> NavOutcome: ...
-    def grasp(self, target: Match) -> GraspOutcome: ...
+    def estimate_target(self, target: Match) -> GraspOutcome:
+        """Estimate the target's grasp pose now and hold it (robot mode; the ablation needs none):
+        for an object on the floor, which the camera no longer sees once the base has driven in."""
+    def grasp(self, target: Match, estimate: bool = True) -> GraspOutcome:
+        """Run the lift; ``estimate``: estimate the grasp pose first (False: use the one held by
+        :meth:`estimate_target`)."""
     def recover_arm(self) -> None: ...
     def stow(self) -> GraspOutcome: ...
     def release(self) -> GraspOutcome:
@@ -267,6 +292,39 @@ def plan_approaches(mask: np.ndarray, resolution: float, origin: Tuple[float, fl
     return out
 
 
+def plan_floor_approaches(mask: np.ndarray, resolution: float, origin: Tuple[float, float], x: float, y: float,
+                          params: FetchParams, robot_radius: float, near: Optional[Tuple[float, float]] = None
+                          ) -> List[Approach]:
+    """Ways to stand to grasp an object lying on the floor at (x, y): poses ``floor_view_distance``
+    from it facing it, free for the robot's footprint on the static map, with the grasp stand
+    ``floor_grasp_distance`` from it free as well (the base drives straight in between). One per
+    ``approach_headings`` direction, those nearest to ``near`` (the robot) first, kept
+    ``staging_alternate_spacing`` apart; the first carries the next ``staging_alternates`` as its
+    alternates. [] when none is free (the object lies against a wall or under furniture).
+    """
+    n = params.approach_headings
+    free: List[Approach] = []
+    for k in range(n):
+        theta = 2.0 * math.pi * k / n
+        c, s = math.cos(theta), math.sin(theta)
+        sx, sy = x + params.floor_view_distance * c, y + params.floor_view_distance * s
+        gx, gy = x + params.floor_grasp_distance * c, y + params.floor_grasp_distance * s
+        if clearance(mask, resolution, origin, sx, sy, robot_radius) and \
+                clearance(mask, resolution, origin, gx, gy, robot_radius):
+            free.append(Approach(Pose2D(sx, sy, math.atan2(-s, -c)), 0.0, x, y, c, s, on_floor=True))
+    if near is not None:
+        free.sort(key=lambda a: math.hypot(a.staging.x - near[0], a.staging.y - near[1]))
+    picked: List[Approach] = []
+    for a in free:
+        if all(math.hypot(a.staging.x - b.staging.x, a.staging.y - b.staging.y) >= params.staging_alternate_spacing
+               for b in picked):
+            picked.append(a)
+    if not picked:
+        return []
+    k = max(0, params.staging_alternates)
+    return [replace(picked[0], alternates=tuple(picked[1:1 + k]))] + picked[1 + k:]
+
+
 def alternate_viewpoints(mask: np.ndarray, resolution: float, origin: Tuple[float, float], goal: Pose2D,
                          near: Pose2D, distance: float, robot_radius: float, count: int) -> List[Pose2D]:
     """Up to ``count`` poses ``distance`` from ``goal`` (same heading), free for the robot's footprint on
@@ -281,6 +339,24 @@ def alternate_viewpoints(mask: np.ndarray, resolution: float, origin: Tuple[floa
     free = [p for p in ring if clearance(mask, resolution, origin, p.x, p.y, robot_radius)]
     free.sort(key=lambda p: math.hypot(p.x - near.x, p.y - near.y))
     return free[:max(0, count)]
+
+
+#: shape words of a label whose footprint seen from above is round / square
+ROUND_SHAPES = ("ball", "cylinder", "sphere")
+SQUARE_SHAPES = ("cube", "box", "block")
+
+
+def shape_mismatch(label: str, symmetric: bool) -> str:
+    """Why a close look's footprint (``symmetric``: round) contradicts the semantic map's ``label``,
+    or '' when it does not. The map's crop embedder, seeing an upright cylinder side-on from afar,
+    can take it for a cube of the same colour (seeds 4 and 8 of the evaluation); from close by the
+    grasp pose estimator sees its round top."""
+    words = label.lower().split()
+    if symmetric and any(w in SQUARE_SHAPES for w in words):
+        return f"the close look shows a round object, not a {next(w for w in words if w in SQUARE_SHAPES)}"
+    if not symmetric and any(w in ROUND_SHAPES for w in words):
+        return f"the close look shows a square footprint, not a {next(w for w in words if w in ROUND_SHAPES)}"
+    return ""
 
 
 def stand_pose_for_drop(x: float, y: float, yaw: float, carry_offset: float) -> Pose2D:
@@ -331,9 +407,7 @@ class FetchMission:
                 raise MissionAborted(FetchCode.ERROR, "empty query: say what to fetch, e.g. 'the yellow cube'")
             if not all(math.isfinite(v) for v in (dropoff.x, dropoff.y, dropoff.yaw)):
                 raise MissionAborted(FetchCode.ERROR, "drop-off pose is not finite")
-            target = self._choose_target(query)
-            result.target = target
-            target = self._navigate_and_grasp(query, target, result)
+            target = self._fetch_the_right_object(query, result)
             result.target = target
             self._return(dropoff)
             self._enter("DROP", "putting it down at the drop-off point")
@@ -349,20 +423,38 @@ class FetchMission:
         result.phase_durations = dict(self.durations)
         return result
 
-    def _choose_target(self, query: str) -> Match:
+    def _fetch_the_right_object(self, query: str, result: FetchResult) -> Match:
+        """Choose a match, drive to it and lift it. A match that the close look shows to be another
+        kind of object (a round top where a cube was asked for) is set aside and the search goes on."""
+        wrong: List[Tuple[Match, str]] = []
+        while True:
+            target = self._choose_target(query, wrong)
+            result.target = target
+            try:
+                return self._navigate_and_grasp(query, target, result)
+            except _WrongObject as exc:
+                if len(wrong) >= self.p.max_grasp_attempts:
+                    raise MissionAborted(FetchCode.NOT_FOUND, f"{exc.reason}; the other matches were no better")
+                wrong.append((target, exc.reason))
+                self.ports.feedback(self._phase or "NAVIGATE", f"{exc.reason}; looking for another match")
+
+    def _choose_target(self, query: str, wrong: Sequence[Tuple[Match, str]] = ()) -> Match:
         """The best match the robot can stand next to. A match it cannot reach (on the floor, no free
         side) may be a misdetection (a red cylinder standing on the floor, seen side-on, looks like
         a red cube), so exploring goes on for another match; UNREACHABLE only when nothing else
-        turns up."""
-        unreachable: List[Tuple[Match, str]] = []
+        turns up. Matches in ``wrong`` (seen from close by to be another object) are skipped."""
+        unreachable: List[Tuple[Match, str]] = list(wrong)
         while True:
             try:
                 target = self._locate(query, avoid=[m for m, _ in unreachable])
             except MissionAborted as exc:
                 if exc.code != FetchCode.NOT_FOUND or not unreachable:
                     raise
-                raise MissionAborted(FetchCode.UNREACHABLE, f"{unreachable[0][1]}; nothing else matched '{query}' "
-                                                            "after exploring") from None
+                if len(unreachable) == len(wrong):   # every match was another kind of object
+                    raise MissionAborted(FetchCode.NOT_FOUND, f"{wrong[0][1]}; nothing else matched '{query}' "
+                                                              "after exploring") from None
+                raise MissionAborted(FetchCode.UNREACHABLE, f"{unreachable[len(wrong)][1]}; nothing else matched "
+                                                            f"'{query}' after exploring") from None
             try:
                 self._approaches(target)
                 return target
@@ -426,10 +518,19 @@ class FetchMission:
 
     def _approaches(self, target: Match) -> List[Approach]:
         mask, res, origin = self.ports.occupancy()
-        approaches = plan_approaches(mask, res, origin, target.x, target.y, self.p, self.robot_radius)
+        on_floor = not _occupied(mask, res, origin, target.x, target.y)
+        if on_floor and self.p.floor_grasps:
+            base = self.ports.base_pose()
+            approaches = plan_floor_approaches(mask, res, origin, target.x, target.y, self.p, self.robot_radius,
+                                               near=(base.x, base.y))
+        elif on_floor:
+            approaches = []
+        else:
+            approaches = plan_approaches(mask, res, origin, target.x, target.y, self.p, self.robot_radius)
         if not approaches:
-            on_floor = not _occupied(mask, res, origin, target.x, target.y)
-            why = ("it lies on the floor, and the lift controller grasps from tables only" if on_floor else
+            why = ("it lies on the floor, and this lift controller grasps from tables only (floor_grasps: false)"
+                   if on_floor and not self.p.floor_grasps else
+                   "it lies on the floor with no free place to stand in front of it" if on_floor else
                    "no side of its support is free for the robot within reach of the arm")
             raise MissionAborted(FetchCode.UNREACHABLE,
                                  f"cannot stand to grasp '{target.label}' at ({target.x:.2f}, {target.y:.2f}): {why}")
@@ -465,8 +566,21 @@ class FetchMission:
                                  max_shift=self.p.reobserve_max_shift)
             if refined is not None:
                 target = refined
-            dock = min(max(0.0, reached.dock_distance(self.ports.base_pose(), self.p.grasp_clearance)),
-                       self.p.staging_clearance)
+            if reached.on_floor:
+                # the camera sees the floor only from ~0.72 m ahead: estimate here, then drive in
+                estimated = self.ports.estimate_target(target)
+                if estimated.wrong_object:
+                    raise _WrongObject(f"'{target.label}' at ({target.x:.2f}, {target.y:.2f}): {estimated.reason}")
+                if not estimated.ok:
+                    failures.append(estimated.reason)
+                    self.ports.feedback("NAVIGATE", f"attempt {attempt}: {estimated.reason}; looking again")
+                    continue
+                base = self.ports.base_pose()
+                dock = min(max(0.0, base.distance_to(target.x, target.y) - self.p.floor_grasp_distance),
+                           self.p.floor_view_distance)
+            else:
+                dock = min(max(0.0, reached.dock_distance(self.ports.base_pose(), self.p.grasp_clearance)),
+                           self.p.staging_clearance)
             docked = self.ports.drive_straight(dock)
             if not docked.ok:
                 failures.append(f"docking: {docked.reason}")
@@ -474,7 +588,7 @@ class FetchMission:
                 continue
             self._enter("GRASP", f"lifting '{target.label}' (attempt {attempt}/{self.p.max_grasp_attempts})")
             result.grasp_attempts = attempt
-            grasp = self.ports.grasp(target)
+            grasp = self.ports.grasp(target, estimate=not reached.on_floor)
             if grasp.ok:
                 self._enter("RETURN", "stowing the arm in its carry pose")
                 stowed = self.ports.stow()
@@ -482,6 +596,10 @@ class FetchMission:
                 if not stowed.ok:
                     raise MissionAborted(FetchCode.GRASP_FAILED, f"lost '{target.label}' while stowing: {stowed.reason}")
                 return target
+            if grasp.wrong_object:
+                self.ports.recover_arm()
+                self.ports.drive_straight(-dock)
+                raise _WrongObject(f"'{target.label}' at ({target.x:.2f}, {target.y:.2f}): {grasp.reason}")
             failures.append(grasp.reason)
             self.ports.feedback("GRASP", f"attempt {attempt} failed: {grasp.reason}; backing off to look again")
             self.ports.recover_arm()

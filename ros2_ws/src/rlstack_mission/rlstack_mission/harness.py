@@ -74,7 +74,7 @@ class FetchHarness:
                 raise TimeoutError("no /sim_ground_truth/markers")
             time.sleep(0.02)
 
-    def layout(self, seed: int, map_yaml: str, target_color: str = "") -> FetchLayout:
+    def layout(self, seed: int, map_yaml: str, target_color: str = "", support: str = "table") -> FetchLayout:
         """The fetch layout of ``seed`` (resets the simulator to the seed to read its placement)."""
         from rlstack_interfaces.srv import ResetSim
         from rlstack_nav.map_io import load_map
@@ -86,7 +86,8 @@ class FetchHarness:
             self.ground_truth = {}
         gt = self.wait_ground_truth()
         grid = load_map(map_yaml)
-        return make_layout(seed, gt, grid.occupied_mask(), grid.resolution, grid.origin[:2], target_color=target_color)
+        return make_layout(seed, gt, grid.occupied_mask(), grid.resolution, grid.origin[:2], target_color=target_color,
+                           support=support)
 
     def apply(self, layout: FetchLayout) -> None:
         """Reset the simulator to the layout and clear the semantic map."""

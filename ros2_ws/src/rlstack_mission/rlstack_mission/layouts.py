@@ -9,7 +9,12 @@ objects are kept at least ``MIN_SEPARATION`` away. Objects of the seeded placeme
 a table stay where they are (distractors on tables, possibly right next to the target).
 
 Why move the target: in the plain home placement most cubes lie on the floor or at a table's
-wall side, and the lift controller grasps from tables only (docs/mission.md).
+wall side, out of reach; the table layouts keep the evaluation comparable with the runs before
+floor grasps existed (docs/mission.md).
+
+``support="floor"``: the target is moved to a seeded spot on the open floor instead, at least
+``FLOOR_WALL_CLEARANCE`` from furniture and walls, where the mission's own
+:func:`rlstack_mission.fetch.plan_floor_approaches` finds a free place to stand.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import numpy as np
 from sim_bridges import make_scene
 from sim_bridges.scenes.home import TABLE_SIZE as HOME_TABLE_SIZE
 
-from .fetch import FetchParams, plan_approaches
+from .fetch import FetchParams, clearance, plan_approaches, plan_floor_approaches
 
 COLORS = ("red", "green", "blue", "yellow")
 #: (centre x, centre y, size x, size y) of the home tables, read from the scene itself
@@ -35,6 +40,9 @@ TABLE_MARGIN = 0.07
 MIN_SEPARATION = 0.12
 #: the arm's comfortable reach from the table edge (the lift policy was trained up to 0.30 m)
 MAX_EDGE_DISTANCE = 0.28
+#: a floor target lies at least this far from walls and furniture (the hand reaches down in front of the base)
+FLOOR_WALL_CLEARANCE = 0.15
+SUPPORTS = ("table", "floor")
 #: drop-off points (x, y, yaw): open floor near the robot's start
 DROPOFFS = ((-0.6, 0.0, math.pi), (0.0, -0.8, -math.pi / 2), (0.4, 0.6, math.pi / 2))
 
@@ -44,7 +52,7 @@ class FetchLayout:
     seed: int
     target: str                                  # object name, e.g. "yellow_cube"
     query: str                                   # what the user asks for, e.g. "the yellow cube"
-    table: str
+    table: str                                   # the table it lies on, or "floor"
     target_pose: Tuple[float, float, float, float]   # x, y, z, yaw (root frame)
     dropoff: Tuple[float, float, float]          # x, y, yaw (map frame)
 
@@ -55,12 +63,17 @@ class FetchLayout:
 
 def make_layout(seed: int, others: Mapping[str, Sequence[float]], occupied: np.ndarray, resolution: float,
                 origin: Tuple[float, float], params: FetchParams = FetchParams(), robot_radius: float = 0.5,
-                target_color: str = "") -> FetchLayout:
+                target_color: str = "", support: str = "table") -> FetchLayout:
     """The layout of ``seed``. ``others``: every object's seeded position (x, y, z), from the scene's
-    ground truth after ``reset(seed)``; ``occupied``: the static map's occupied mask (row = y)."""
+    ground truth after ``reset(seed)``; ``occupied``: the static map's occupied mask (row = y);
+    ``support``: put the target on a table (default) or on the floor."""
+    if support not in SUPPORTS:
+        raise ValueError(f"support must be one of {SUPPORTS}, got {support!r}")
     rng = np.random.default_rng(10_000 + int(seed))
     color = target_color or COLORS[int(seed) % len(COLORS)]
     target = f"{color}_cube"
+    if support == "floor":
+        return _floor_layout(seed, rng, color, target, others, occupied, resolution, origin, params, robot_radius)
     reach = FetchParams(**{**params.__dict__, "max_edge_distance": MAX_EDGE_DISTANCE})
     tables = list(TABLES)
     for _ in range(2000):
@@ -76,6 +89,26 @@ def make_layout(seed: int, others: Mapping[str, Sequence[float]], occupied: np.n
         return FetchLayout(int(seed), target, f"the {color} cube", table,
                            (x, y, TABLE_TOP + CUBE_SIZE / 2, yaw), dropoff)
     raise RuntimeError(f"seed {seed}: found no reachable free spot on any table for {target}")
+
+
+def _floor_layout(seed, rng, color, target, others, occupied, resolution, origin, params, robot_radius
+                  ) -> FetchLayout:
+    h, w = occupied.shape
+    x0, y0 = origin
+    for _ in range(2000):
+        x = float(rng.uniform(x0, x0 + w * resolution))
+        y = float(rng.uniform(y0, y0 + h * resolution))
+        if not clearance(occupied, resolution, origin, x, y, FLOOR_WALL_CLEARANCE):
+            continue
+        clear = all(math.hypot(x - p[0], y - p[1]) >= MIN_SEPARATION for n, p in others.items() if n != target)
+        if not clear or not plan_floor_approaches(occupied, resolution, origin, x, y, params, robot_radius):
+            continue
+        yaw = float(rng.uniform(-math.pi, math.pi))
+        dropoff = DROPOFFS[int(rng.integers(len(DROPOFFS)))]
+        if math.hypot(x - dropoff[0], y - dropoff[1]) < 0.8 or math.hypot(x, y) < 0.8:
+            continue   # not already at the drop-off, nor under the robot (it starts at the map's origin)
+        return FetchLayout(int(seed), target, f"the {color} cube", "floor", (x, y, CUBE_SIZE / 2, yaw), dropoff)
+    raise RuntimeError(f"seed {seed}: found no free spot on the floor for {target}")
 
 
 def layout_from_ground_truth(seed: int, ground_truth: Mapping[str, object], occupied: np.ndarray,

@@ -157,6 +157,14 @@ class MissionNode(Node):
             carry_offset=d("carry_offset", p.carry_offset, "Carried object ahead of base_link, m", min_value=0.0,
                            max_value=2.0),
             settle_s=d("settle_s", p.settle_s, "Wait after docking or releasing, s", min_value=0.0, max_value=30.0),
+            floor_grasps=d("floor_grasps", p.floor_grasps, "Grasp objects lying on the floor (false: they are "
+                           "UNREACHABLE; the ground-truth ablation's lift grasps from tables only)"),
+            floor_view_distance=d("floor_view_distance", p.floor_view_distance, "Base centre to an object on the "
+                                  "floor where its grasp pose is estimated (the camera sees the floor from ~0.72 m "
+                                  "ahead), m", min_value=0.5, max_value=3.0),
+            floor_grasp_distance=d("floor_grasp_distance", p.floor_grasp_distance, "Base centre to an object on the "
+                                   "floor when grasping (the lift was trained for 0.46-0.68 m), m",
+                                   min_value=0.3, max_value=1.5),
         )
         self.robot_radius = d("robot_radius", 0.5, "Footprint radius used to check staging poses (as nav), m",
                               min_value=0.01, max_value=5.0)

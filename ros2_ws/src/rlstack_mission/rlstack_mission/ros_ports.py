@@ -23,12 +23,17 @@ from std_msgs.msg import Bool
 from rlstack_interfaces.action import Fetch, NavigateTo
 from rlstack_interfaces.srv import EstimateGraspPose, QueryObjects
 
-from .fetch import FetchCode, GraspOutcome, Match, MissionAborted, NavOutcome, Pose2D
+from .fetch import FetchCode, GraspOutcome, Match, MissionAborted, NavOutcome, Pose2D, shape_mismatch
 from .frames import to_frame, yaw_of
 
 
 class GraspRefused(Exception):
-    """The grasp pose could not be estimated (TARGET_NOT_VISIBLE, POSE_UNCERTAIN, ...): no blind grasp."""
+    """The grasp pose could not be estimated (TARGET_NOT_VISIBLE, POSE_UNCERTAIN, ...): no blind grasp.
+    ``wrong_object``: it could, and shows another kind of object than the match's label."""
+
+    def __init__(self, reason: str, wrong_object: bool = False) -> None:
+        super().__init__(reason)
+        self.wrong_object = wrong_object
 
 
 class RosPorts:
@@ -319,6 +324,11 @@ class RosPorts:
                 self._sim_sleep(0.3)   # fresh frames (new depth noise) before the next look
             reply = self._wait_future(client.call_async(req), 10.0, "grasp pose estimate")
             if reply.ok:
+                mismatch = shape_mismatch(target.label, bool(reply.symmetric))
+                if mismatch:
+                    raise GraspRefused(f"WRONG_OBJECT: {mismatch} (footprint {reply.size.x * 100:.1f} x "
+                                       f"{reply.size.y * 100:.1f} cm, {reply.size.z * 100:.1f} cm high)",
+                                       wrong_object=True)
                 p, q = reply.pose.pose.position, reply.pose.pose.orientation
                 return (np.array([p.x, p.y, p.z]), np.array([q.x, q.y, q.z, q.w]),
                         reply.pose.header.frame_id or self.n.base_frame)
@@ -340,11 +350,23 @@ class RosPorts:
         except KeyError as exc:
             raise MissionAborted(FetchCode.ERROR, f"cannot hold the grasp target in '{self.n.odom_frame}': {exc}")
 
-    def grasp(self, target: Match) -> GraspOutcome:
+    def estimate_target(self, target: Match) -> GraspOutcome:
+        """Robot mode: estimate the grasp pose now and hold it in odom for the next :meth:`grasp`
+        (``estimate=False``); the ablation reads the simulator during the grasp and needs none."""
+        if self.n.grasp_source != "perception":
+            return GraspOutcome(True)
+        try:
+            self._hold_target_estimate(target)
+        except GraspRefused as exc:
+            return GraspOutcome(False, f"no grasp pose: {exc}", wrong_object=exc.wrong_object)
+        return GraspOutcome(True)
+
+    def grasp(self, target: Match, estimate: bool = True) -> GraspOutcome:
         """Run the lift controller and judge the lift.
 
-        ``perception`` (robot mode): the grasp pose is estimated first (no estimate: this attempt
-        fails with the reason, never a blind grasp); the lift is judged from the robot's own
+        ``perception`` (robot mode): the grasp pose is estimated first (``estimate=False``: the one
+        :meth:`estimate_target` holds; no estimate: this attempt fails with the reason, never a
+        blind grasp); the lift is judged from the robot's own
         signals: the fingers closed on something (between ``min_finger_width`` and
         ``open_finger_width``) and the grasp point ``lift_height`` above where they closed, held
         ``hold_s``. ``ground_truth`` (the ablation): the object's true height rose ``lift_height``
@@ -355,11 +377,11 @@ class RosPorts:
             return GraspOutcome(False, f"no object within {self.n.target_match_radius:g} m of the perceived "
                                 f"'{target.label}' (a false detection?)")
         self.n.target_name = name or None
-        if self.n.grasp_source == "perception":
+        if self.n.grasp_source == "perception" and (estimate or self.n.held_target is None):
             try:
                 self._hold_target_estimate(target)
             except GraspRefused as exc:
-                return GraspOutcome(False, f"no grasp pose: {exc}")
+                return GraspOutcome(False, f"no grasp pose: {exc}", wrong_object=exc.wrong_object)
         self._sim_sleep(2 * self.period)  # the policy sees a fresh target before it starts
         rest_z = self._target_height(name)
         # The robot-mode lift reads the gripper's last command (/arm/gripper) to know whether it has

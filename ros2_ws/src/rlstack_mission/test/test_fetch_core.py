@@ -9,7 +9,7 @@ import pytest
 
 from rlstack_mission.fetch import (FetchCode, FetchMission, FetchParams, GraspOutcome, Match, MissionAborted,
                                    NavOutcome, Pose2D, best_match, clearance, plan_approaches,
-                                   stand_pose_for_drop)
+                                   plan_floor_approaches, shape_mismatch, stand_pose_for_drop)
 from rlstack_mission.layouts import TABLES, make_layout
 from rlstack_nav.map_io import load_map
 
@@ -81,7 +81,7 @@ class ScriptedRobot:
     """RobotPorts on a script: which queries answer, which navigation goals fail, grasp outcomes."""
 
     def __init__(self, home, found_after_queries=0, nav_fails=(), grasps=(True,), cancel_after=None,
-                 releases=True):
+                 releases=True, estimates=()):
         self.mask, self.res, self.origin = home
         self.queries = 0
         self.found_after = found_after_queries
@@ -92,6 +92,8 @@ class ScriptedRobot:
         self.cancel_after = cancel_after
         self.releases = releases
         self.details = []
+        self.estimates = list(estimates)    # GraspOutcome of each estimate_target (default: ok)
+        self.grasp_estimates = []           # the ``estimate`` flag of each grasp
 
     def _tick(self, what):
         self.log.append(what)
@@ -129,9 +131,16 @@ class ScriptedRobot:
         self.pose = Pose2D(self.pose.x, self.pose.y, self.pose.yaw + angle)
         return NavOutcome(True)
 
-    def grasp(self, target):
+    def estimate_target(self, target):
+        self._tick("estimate")
+        return self.estimates.pop(0) if self.estimates else GraspOutcome(True)
+
+    def grasp(self, target, estimate=True):
         self._tick("grasp")
+        self.grasp_estimates.append(estimate)
         ok = self.grasps.pop(0) if self.grasps else False
+        if isinstance(ok, GraspOutcome):
+            return ok
         return GraspOutcome(ok, "" if ok else "not lifted within 14 s")
 
     def recover_arm(self):
@@ -235,12 +244,84 @@ def test_unreachable_when_navigation_fails_on_every_side(home):
     assert r.code == FetchCode.UNREACHABLE and "BLOCKED" in r.reason
 
 
-def test_unreachable_when_the_object_lies_on_the_floor(home):
+def test_unreachable_on_the_floor_when_floor_grasps_are_off(home):
+    """The ground-truth ablation's lift (policies/mobile_lift) grasps from tables only."""
+    robot = ScriptedRobot(home)
+    robot.query = lambda text: [Match(1, "yellow cube", 1.0, 0.0, 0.025, 0.97)]
+    r = run(robot, floor_grasps=False)
+    assert r.code == FetchCode.UNREACHABLE and "floor" in r.reason and "after exploring" in r.reason
+    assert robot.log.count("navigate") == 2     # it explored on (both waypoints) before giving up
+
+
+def test_floor_approaches_face_the_object_from_free_poses(home):
+    mask, res, origin = home
+    p = FetchParams()
+    approaches = plan_floor_approaches(mask, res, origin, 1.0, 0.0, p, 0.5, near=(0.0, 0.0))
+    assert approaches and approaches[0].on_floor
+    first = approaches[0]
+    # the nearest free pose to the robot at (0, 0): west of the object, facing east
+    assert first.staging.x == pytest.approx(1.0 - p.floor_view_distance, abs=0.1)
+    assert math.cos(first.staging.yaw) > 0.99
+    assert len(first.alternates) == p.staging_alternates
+    for a in [first, *first.alternates, *approaches[1:]]:
+        assert math.hypot(a.staging.x - 1.0, a.staging.y) == pytest.approx(p.floor_view_distance)
+        assert clearance(mask, res, origin, a.staging.x, a.staging.y, 0.5)
+        # it faces the object
+        assert math.cos(a.staging.yaw - math.atan2(-a.staging.y, 1.0 - a.staging.x)) > math.cos(1e-6)
+    # under a table there is nowhere to stand within floor_view_distance that keeps the footprint free
+    # on both the viewing and the grasping pose: table_1 spans x 2.2..3.0, y -2.3..-1.7 by a wall
+    assert plan_floor_approaches(mask, res, origin, 2.6, -2.9, p, 0.5) == []
+
+
+def test_an_object_on_the_floor_is_estimated_from_afar_then_grasped_close_by(home):
+    """The head camera sees the floor only from ~0.72 m ahead of base_link: the grasp pose is
+    estimated at floor_view_distance, held, and the base drives in to floor_grasp_distance."""
     robot = ScriptedRobot(home)
     robot.query = lambda text: [Match(1, "yellow cube", 1.0, 0.0, 0.025, 0.97)]
     r = run(robot)
-    assert r.code == FetchCode.UNREACHABLE and "floor" in r.reason and "after exploring" in r.reason
-    assert robot.log.count("navigate") == 2     # it explored on (both waypoints) before giving up
+    assert r.code == FetchCode.SUCCEEDED, r.reason
+    p = FetchParams()
+    i = robot.log.index("estimate")
+    dock = robot.log[i + 1]
+    assert dock == f"drive {p.floor_view_distance - p.floor_grasp_distance:+.2f}"   # in after the estimate
+    assert robot.log[i + 2:].index("grasp") >= 0 and robot.grasp_estimates == [False]   # the held estimate
+    assert robot.log.count(f"drive {-(p.floor_view_distance - p.floor_grasp_distance):+.2f}") == 1   # back out
+
+
+def test_no_grasp_pose_from_afar_is_retried_then_grasp_failed(home):
+    robot = ScriptedRobot(home, estimates=[GraspOutcome(False, "no grasp pose: TARGET_NOT_VISIBLE: 3 points")] * 3)
+    robot.query = lambda text: [Match(1, "yellow cube", 1.0, 0.0, 0.025, 0.97)]
+    r = run(robot)
+    assert r.code == FetchCode.GRASP_FAILED and "TARGET_NOT_VISIBLE" in r.reason
+    assert "grasp" not in robot.log     # never a blind grasp
+
+
+def test_shape_mismatch_reads_the_label():
+    assert "round" in shape_mismatch("red cube", symmetric=True)
+    assert shape_mismatch("red cube", symmetric=False) == ""
+    assert "square" in shape_mismatch("blue cylinder", symmetric=False)
+    assert shape_mismatch("blue ball", symmetric=True) == ""
+    assert shape_mismatch("mug", symmetric=True) == "" and shape_mismatch("mug", symmetric=False) == ""
+
+
+def test_a_match_seen_close_by_to_be_another_object_is_set_aside(home):
+    """Seeds 4 and 8 of the evaluation: an upright red cylinder on the floor, seen side-on from afar,
+    matched "the red cube". With floor grasps the robot now drives to it; the close look shows a
+    round top, and the mission goes on to the cube on the table instead of lifting the cylinder."""
+    robot = ScriptedRobot(home, estimates=[GraspOutcome(False, "no grasp pose: WRONG_OBJECT: the close look shows "
+                                                              "a round object, not a cube", wrong_object=True)])
+    floor = Match(1, "yellow cube", 1.0, 0.0, 0.04, 0.95)
+    table = Match(7, "yellow cube", 2.6, -1.85, 0.525, 0.88)
+    robot.query = lambda text: [floor, table]
+    r = run(robot)
+    assert r.code == FetchCode.SUCCEEDED, r.reason
+    assert (r.target.x, r.target.y) == (table.x, table.y)
+    assert any("round object" in line and "another match" in line for line in robot.details)
+    # the same close look on the table: only one match, and it is wrong -> NOT_FOUND, never a lift
+    robot = ScriptedRobot(home, grasps=[GraspOutcome(False, "no grasp pose: WRONG_OBJECT: round", wrong_object=True)])
+    robot.query = lambda text: [table]
+    r = run(robot)
+    assert r.code == FetchCode.NOT_FOUND and "WRONG_OBJECT" in r.reason
 
 
 def test_an_unreachable_match_is_set_aside_and_exploring_finds_the_real_object(home):
@@ -251,7 +332,7 @@ def test_an_unreachable_match_is_set_aside_and_exploring_finds_the_real_object(h
     table = Match(7, "yellow cube", 2.6, -1.85, 0.525, 0.88)
     answers = [[floor], [floor], [floor], [floor, table]]   # LOCATE, waypoint 1 (x2 headings), waypoint 2
     robot.query = lambda text: answers.pop(0) if len(answers) > 1 else answers[0]
-    r = run(robot, look_around_yaws=2)
+    r = run(robot, look_around_yaws=2, floor_grasps=False)
     assert r.code == FetchCode.SUCCEEDED, r.reason
     assert (r.target.x, r.target.y) == (table.x, table.y)   # the lower-scoring table match, not the floor one
     assert any("looking for another match" in line for line in robot.details)
@@ -300,6 +381,23 @@ def test_layouts_are_seeded_reachable_and_clear_of_other_objects(home):
         assert lay.query == f"the {lay.target.split('_')[0]} cube"
         seen_tables.add(lay.table)
     assert seen_tables == set(TABLES)
+
+
+def test_floor_layouts_lie_on_open_floor_with_a_place_to_stand(home):
+    mask, res, origin = home
+    others = {"red_ball": (1.0, 0.0, 0.03), "blue_cube": (-2.0, -2.0, 0.53)}
+    assert make_layout(3, others, mask, res, origin, support="floor") == \
+        make_layout(3, others, mask, res, origin, support="floor")
+    for seed in range(20):
+        lay = make_layout(seed, others, mask, res, origin, support="floor")
+        x, y, z, _ = lay.target_pose
+        assert lay.table == "floor" and z == pytest.approx(0.025)
+        assert clearance(mask, res, origin, x, y, 0.15)                       # not under furniture
+        assert all(math.hypot(x - p[0], y - p[1]) >= 0.12 for p in others.values())
+        assert plan_floor_approaches(mask, res, origin, x, y, FetchParams(), 0.5)
+        assert math.hypot(x - lay.dropoff[0], y - lay.dropoff[1]) >= 0.8 and math.hypot(x, y) >= 0.8
+    with pytest.raises(ValueError, match="support"):
+        make_layout(0, others, mask, res, origin, support="shelf")
 
 
 def test_result_codes_are_the_fetch_actions():

@@ -57,8 +57,12 @@ def _render(sim, rotation, translation, intrinsics):
 
 
 def evaluate(layouts: int = 10, views: int = 3, seed: int = 7, hint_std: float = 0.02,
-             config: GraspPoseConfig = GraspPoseConfig(), progress: bool = True, depth_noise=None) -> Dict:
-    """``depth_noise``: a ``sim_bridges.sensor_noise.DepthNoise`` applied to every view (None: exact depth)."""
+             config: GraspPoseConfig = GraspPoseConfig(), progress: bool = True, depth_noise=None,
+             view_range=(0.44, 0.76), floor_only: bool = False) -> Dict:
+    """``depth_noise``: a ``sim_bridges.sensor_noise.DepthNoise`` applied to every view (None: exact depth).
+    ``view_range``: base_link -> object distances of the views (m); the fetch looks at objects on tables
+    from 0.44-0.76 m (docked) and at objects on the floor from ``floor_view_distance`` (1.0 m).
+    ``floor_only``: only objects lying on the floor."""
     from sim_bridges.pybullet_backend import PyBulletBackend
 
     rng = np.random.default_rng(seed)
@@ -72,12 +76,14 @@ def evaluate(layouts: int = 10, views: int = 3, seed: int = 7, hint_std: float =
         sim.reset(1000 + layout)
         for name, st in target_objects(sim).items():
             c = np.asarray(st.pose.position, dtype=float)
+            if floor_only and c[2] >= 0.2:
+                continue
             made = 0
             for _ in range(80):
                 if made >= views:
                     break
                 az = rng.uniform(-math.pi, math.pi)
-                r = rng.uniform(0.44, 0.76)
+                r = rng.uniform(*view_range)
                 base = c[:2] - r * np.array([math.cos(az), math.sin(az)])
                 if abs(base[0]) > 3.6 or abs(base[1]) > 2.6 or not _free(sim, base, 0.05):
                     continue
@@ -152,6 +158,9 @@ def main(argv=None) -> int:
     p.add_argument("--views", type=int, default=3, help="views per object and layout")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--depth-noise", action="store_true", help="the bridge's RGB-D depth noise model (robot mode)")
+    p.add_argument("--range", type=float, nargs=2, default=(0.44, 0.76), metavar=("MIN", "MAX"),
+                   help="base_link -> object distance of the views, m (objects on the floor: 0.95 1.05)")
+    p.add_argument("--floor-only", action="store_true", help="only objects lying on the floor")
     p.add_argument("--json", default="", help="also write the result here")
     a = p.parse_args(argv)
     noise = None
@@ -159,7 +168,7 @@ def main(argv=None) -> int:
         from sim_bridges.sensor_noise import DepthNoise
 
         noise = DepthNoise()
-    res = evaluate(a.layouts, a.views, a.seed, depth_noise=noise)
+    res = evaluate(a.layouts, a.views, a.seed, depth_noise=noise, view_range=tuple(a.range), floor_only=a.floor_only)
     print(markdown(res))
     print(f"failures: {res['failures'] or 'none'}")
     line = json.dumps(res)

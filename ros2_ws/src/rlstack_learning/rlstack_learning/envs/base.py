@@ -68,8 +68,8 @@ class SimTaskEnv(gym.Env):
         self.sim = make_backend(backend, physics_rate_hz=physics_rate_hz,
                                 control_rate_hz=self.control_rate_hz, **kwargs)
         self.sim.load_scene(self.scene, **self.scene_options)
-        dynamics = {"pybullet": PyBulletDynamics, "mujoco": MuJoCoDynamics}.get(backend)
-        self.dynamics = dynamics(self.sim) if dynamics is not None else None
+        self._dynamics_cls = {"pybullet": PyBulletDynamics, "mujoco": MuJoCoDynamics}.get(backend)
+        self.dynamics = self._dynamics_cls(self.sim) if self._dynamics_cls is not None else None
         if self.dr is not None and self.dr.changes_dynamics and self.dynamics is None:
             from sim_bridges import NotSupported
             raise NotSupported("mass/friction randomisation", self.scene, ["action delay", "observation noise"])
@@ -90,6 +90,15 @@ class SimTaskEnv(gym.Env):
         self.steps = 0
 
     # ------------------------------------------------------------ hooks
+    def _before_sim_reset(self, episode_seed: int) -> None:
+        """Before the backend reset of episode ``episode_seed``: e.g. load another variant of the scene."""
+
+    def _reload_scene(self, **options: Any) -> None:
+        """Load the task's scene again with ``options`` on top of ``scene_options`` (a variant: another
+        support), and re-read the bodies that domain randomisation and the task hold on to."""
+        self.sim.load_scene(self.scene, **{**self.scene_options, **options})
+        self.dynamics = self._dynamics_cls(self.sim) if self._dynamics_cls is not None else None
+
     def _task_reset(self, rng: np.random.Generator) -> None:
         """Task-specific randomisation after the backend reset (e.g. initial velocities)."""
 
@@ -112,6 +121,7 @@ class SimTaskEnv(gym.Env):
         super().reset(seed=seed)
         episode_seed = int(seed) if seed is not None else int(self.np_random.integers(0, TRAIN_SEED_LIMIT))
         self.episode_seed = episode_seed
+        self._before_sim_reset(episode_seed)
         self.sim.reset(episode_seed)
         # one generator per episode, independent of the sim's own use of the seed
         self._rng = np.random.default_rng([episode_seed, 0x5EED])

@@ -26,6 +26,11 @@ point's height above the held estimate and the finger opening (a 5 cm cube keeps
   ``LIFT_HEIGHT`` above where it lay, for ``HOLD_STEPS``.
 * ``target_source="live"`` gives the true pose every step instead (the simulator-only design,
   kept for the ablation).
+* **Tables and the floor**: each episode puts the cubes on the 0.5 m table or, with probability
+  ``floor_fraction`` (0.5), on the floor (``mobile_table``'s ``support`` option: cube centres
+  0.46-0.68 m ahead, +-0.20 m to the side). Nothing in the observation names the support: the
+  expert and the policy act relative to the held estimate, so one policy grasps from any height
+  the arm reaches (a fetch request names an object, wherever it lies).
 
 :func:`perceived_expert` is a function of the policy's own observation alone (no hidden phase), so a
 policy cloned from it can do what it does, and DAgger's labels on the policy's own states are
@@ -110,8 +115,9 @@ class MobileLiftPerceivedEnv(MobileLiftEnv):
         "in odom and re-expressed in the current base_link at the control rate while the policy runs (it goes "
         "stale after 3 periods).",
         "No table-height constant: the lift is read from the grasp point's height above the held estimate.",
-        "Trained for a base parked with the target 0.44-0.76 m ahead of base_link and |y| <= 0.25 m, any yaw; "
-        "keep the base still (cmd_vel zero) while the policy runs.",
+        "Trained for a base parked with the target on a 0.5 m table 0.44-0.76 m ahead of base_link and "
+        "|y| <= 0.25 m, or on the floor 0.46-0.68 m ahead and |y| <= 0.20 m, any yaw; keep the base still "
+        "(cmd_vel zero) while the policy runs.",
         "/arm/gripper is read as well as written: the observation holds the gripper's last command (the policy's "
         "own, or whoever sent one before it). Publish std_msgs/Bool true (open) just before activating the node, "
         "as the fetch mission does; the policy re-opens a gripper it finds commanded closed while fully open above "
@@ -121,14 +127,15 @@ class MobileLiftPerceivedEnv(MobileLiftEnv):
                           f"for {HOLD_STEPS} consecutive control steps ({HOLD_STEPS / 20:g} s) within 160 steps (8 s), "
                           "judged from the simulator's ground truth, while the policy sees only the held estimate of "
                           "the target's pose (true pose + one PerceptionError draw per episode) and proprioception; "
-                          "otherwise as mobile_lift")
+                          "half of the episodes (by seed) with the cubes on the 0.5 m table as mobile_lift, half with "
+                          "them on the floor (no table) 0.46-0.68 m ahead of base_link, |y| <= 0.20 m, any yaw")
 
     card_limitations = (
         "Simulation only. The policy reads the target's pose as estimated once before the grasp and held "
         "(rlstack_perception.grasp_pose from the head camera after docking; its error from docking poses in home "
         "with depth noise is what training draws: PerceptionError); larger estimation errors than that are "
-        "outside what was trained. The grasp point comes from forward kinematics (/tf). Trained for one table "
-        "height (0.5 m). The contract's end-effector deltas keep a fixed gripper yaw, so cubes near 45 deg are "
+        "outside what was trained. The grasp point comes from forward kinematics (/tf). Trained for two support "
+        "heights: a 0.5 m table and the floor (other heights are untested). The contract's end-effector deltas keep a fixed gripper yaw, so cubes near 45 deg are "
         "grasped on their corners, where an error along the fingers' axis knocks the cube. The policy imitates "
         "(behaviour cloning + DAgger) a controller that is a function of the observation alone: the gripper's last "
         "command and the finger opening decide whether to approach, close, wait for the fingers or lift; when the "
@@ -136,17 +143,39 @@ class MobileLiftPerceivedEnv(MobileLiftEnv):
         "retries with one). Trained with 0-2 steps of action delay: served over ROS the arm runs a step or two "
         "behind; longer delays are outside what was trained.")
 
-    def __init__(self, target_source: str = "perceived", perception_error=None, **kwargs) -> None:
+    def __init__(self, target_source: str = "perceived", perception_error=None, floor_fraction: float = 0.5,
+                 **kwargs) -> None:
         """:param target_source: ``perceived`` (held estimate; robot mode) or ``live`` (true pose every step).
-        :param perception_error: a :class:`PerceptionError`, a mapping of its fields, or None (defaults)."""
+        :param perception_error: a :class:`PerceptionError`, a mapping of its fields, or None (defaults).
+        :param floor_fraction: share of episodes with the cubes on the floor instead of the table (0..1),
+            chosen from each episode's seed."""
         if target_source not in ("perceived", "live"):
             raise ValueError(f"target_source must be 'perceived' or 'live', got {target_source!r}")
+        if not (np.isfinite(floor_fraction) and 0.0 <= floor_fraction <= 1.0):
+            raise ValueError(f"floor_fraction must be in [0, 1], got {floor_fraction!r}")
+        self.floor_fraction = float(floor_fraction)
+        self.support = "table"   # what scene_options load
         if isinstance(perception_error, dict):
             perception_error = PerceptionError(**perception_error)
         self.target_source = target_source
         self.perception_error = PerceptionError() if perception_error is None else perception_error
         self._held_target: Optional[Tuple[np.ndarray, Tuple[float, ...]]] = None   # (position, quat) in odom
         super().__init__(**kwargs)
+
+    @staticmethod
+    def support_for_seed(episode_seed: int, floor_fraction: float) -> str:
+        """The support (``table`` or ``floor``) of episode ``episode_seed``: a pure function of the seed."""
+        draw = np.random.default_rng([int(episode_seed), 0xF1002]).random()
+        return "floor" if draw < floor_fraction else "table"
+
+    def _before_sim_reset(self, episode_seed: int) -> None:
+        support = self.support_for_seed(episode_seed, self.floor_fraction)
+        if support != self.support:
+            # another world (no table, or a table again): PyBullet rebuilds it on every reset of a
+            # stepped world anyway, so switching costs about what a reset does
+            self._reload_scene(support=support)
+            self.support = support
+            self._panda = self.dynamics.body_named(self.robot_name) if self.dynamics is not None else None
 
     def step(self, action):
         # What /arm/gripper carries after this step: the command just sent (it reaches the gripper
