@@ -79,6 +79,34 @@ def _derive_text(derive: Any) -> str:
     return str(derive).split(" over")[0]
 
 
+def episode_groups(env_cls: Any, res: Dict[str, Any]) -> Dict[str, Dict[str, int]]:
+    """Successes per episode group (e.g. the support: table or floor) of an evaluation, for an env
+    class that names one per seed (``episode_group(seed)``); {} otherwise."""
+    group_of = getattr(env_cls, "episode_group", None)
+    if group_of is None or res["episodes"] - res["successes"] != len(res["failed_seeds"]):
+        return {}   # no groups, or more failures than the result lists (it keeps 20)
+    seeds = range(res["seeds"]["first"], res["seeds"]["last"] + 1)
+    failed = set(res["failed_seeds"])
+    out: Dict[str, Dict[str, int]] = {}
+    for seed in seeds:
+        g = out.setdefault(group_of(seed), {"episodes": 0, "successes": 0})
+        g["episodes"] += 1
+        g["successes"] += seed not in failed
+    return out
+
+
+def _group_rows(ev: Dict[str, Any]) -> str:
+    groups = ev.get("groups") or {}
+    if not groups:
+        return ""
+    lines = ["| condition | " + " | ".join(sorted(groups["nominal"])) + " |",
+             "|---|" + "---|" * len(groups["nominal"])]
+    for cond, label in (("nominal", "nominal"), ("randomized", "domain randomisation")):
+        cells = [f"{g['successes']}/{g['episodes']}" for _, g in sorted(groups[cond].items())]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "By episode group (the same episodes):\n\n" + "\n".join(lines) + "\n"
+
+
 def model_card(io: Dict[str, Any], prov: Dict[str, Any], ev: Dict[str, Any]) -> str:
     nom, dr = ev["nominal"], ev["randomized"]
     obs = "\n".join(f"| {t['index']} | `{t['name']}` | {t['unit']} | `{t['source']['topic']}` {t['source']['field']}"
@@ -113,6 +141,7 @@ values times `scale`; normalisation is inside the graph) and publishes the actio
 | nominal | **{nom['success_rate'] * 100:.1f} %** ({nom['successes']}/{nom['episodes']}) | {nom['success_rate_wilson95_lower'] * 100:.1f} % | {nom['mean_return']:.1f} | {nom['mean_length']:.1f} |
 | domain randomisation | **{dr['success_rate'] * 100:.1f} %** ({dr['successes']}/{dr['episodes']}) | {dr['success_rate_wilson95_lower'] * 100:.1f} % | {dr['mean_return']:.1f} | {dr['mean_length']:.1f} |
 
+{_group_rows(ev)}
 Success: {ev['success_definition']}
 Domain randomisation at evaluation: `{dr['domain_randomization']}`.
 
@@ -201,6 +230,9 @@ def export_run(run_dir: str, dest: str, which: str = "best", episodes: int = 100
             "success_rate": nominal["success_rate"],
             "nominal": nominal, "randomized": randomized, "evaluated_file": "policy.onnx (onnxruntime)",
         }
+        groups = {"nominal": episode_groups(env_cls, nominal), "randomized": episode_groups(env_cls, randomized)}
+        if groups["nominal"]:
+            ev["groups"] = groups
         atomic.write_yaml(os.path.join(tmp, "evaluation.yaml"), ev)
         atomic.write_text(os.path.join(tmp, "MODEL_CARD.md"), model_card(io, prov, ev))
         load_bundle(tmp)  # never install a bundle the validator rejects

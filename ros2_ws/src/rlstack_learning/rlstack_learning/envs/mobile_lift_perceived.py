@@ -168,6 +168,11 @@ class MobileLiftPerceivedEnv(MobileLiftEnv):
         draw = np.random.default_rng([int(episode_seed), 0xF1002]).random()
         return "floor" if draw < floor_fraction else "table"
 
+    @classmethod
+    def episode_group(cls, episode_seed: int) -> str:
+        """The model card's breakdown: the support of the default env's episode ``episode_seed``."""
+        return "on the " + cls.support_for_seed(episode_seed, 0.5)
+
     def _before_sim_reset(self, episode_seed: int) -> None:
         support = self.support_for_seed(episode_seed, self.floor_fraction)
         if support != self.support:
