@@ -34,12 +34,24 @@ class _TopicState:
 
 
 class ObservationAssembler:
-    """Latest observation values per topic, checked for staleness and NaN/inf at assembly."""
+    """Latest observation values per topic, checked for staleness and NaN/inf at assembly.
 
-    def __init__(self, plan: ObsPlan, period_s: float, stale_after_s: float) -> None:
+    ``latched_topics``: topics that never go stale once received -- the policy's *own* command
+    topics read back as observations (e.g. ``/arm/gripper``, "the gripper's last command"). A
+    command is a state that holds until the next one, not a stream: nobody re-publishes it while
+    the policy is on its safe action, and the policy only publishes it when it acts. Checked for
+    staleness, one late first message (the node activated between two of the mission's
+    publications) put the policy on its safe action, which publishes no gripper command, so the
+    topic only grew older: the policy never acted again (seen in a fetch: "stale /arm/gripper
+    (3517 ms old)", not lifted within 14 s).
+    """
+
+    def __init__(self, plan: ObsPlan, period_s: float, stale_after_s: float,
+                 latched_topics: Optional[Any] = None) -> None:
         self.plan = plan
         self.period_s = float(period_s)
         self.stale_after_s = float(stale_after_s)
+        self.latched_topics = frozenset(latched_topics or ())
         self.topics: Dict[str, _TopicState] = {}
         self.term_terms = [t for t in plan.terms if t.from_terms]   # computed at assembly
         for t in plan.terms:
@@ -115,7 +127,7 @@ class ObservationAssembler:
             if st.invalid is not None:
                 return f"{st.invalid} on {topic}"
             age = now_s - st.rx_time
-            if age > self.stale_after_s:
+            if age > self.stale_after_s and topic not in self.latched_topics:
                 return f"stale {topic} ({age * 1e3:.0f} ms old > {self.stale_after_s * 1e3:.0f} ms)"
         return None
 

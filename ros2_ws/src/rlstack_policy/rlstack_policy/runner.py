@@ -51,7 +51,10 @@ class LoadedPolicy:
         self.rate_hz = rate_hz
         self.period_s = 1.0 / rate_hz
         bundle_period = 1.0 / float(bundle.io["control_rate_hz"])
-        self.assembler = ObservationAssembler(obs_plan, bundle_period, stale_periods * self.period_s)
+        # the policy's own command topics read back as observations hold until the next command
+        own_commands = set(act_plan.topics) & {t.topic for t in obs_plan.terms if not t.from_terms}
+        self.assembler = ObservationAssembler(obs_plan, bundle_period, stale_periods * self.period_s,
+                                              latched_topics=own_commands)
         self.shaper = ActionShaper(act_plan, rate_hz, max_rate, safe)
         self.session = bundle.session
         self.input_name = self.session.get_inputs()[0].name

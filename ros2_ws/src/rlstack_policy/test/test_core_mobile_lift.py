@@ -87,3 +87,31 @@ def test_gripper_safe_action_is_hold():
     assert (msgs["/arm/ee_delta"].x, msgs["/arm/ee_delta"].y, msgs["/arm/ee_delta"].z) == (0.0, 0.0, 0.0)
     s.commit(s.command(np.array([0.0, 0.0, 0.0, 1.0], np.float32)))  # open: holding keeps it open
     assert s.safe().tolist()[3] == 1.0
+
+
+def test_the_policys_own_command_read_back_never_goes_stale():
+    """policies/mobile_lift_perceived reads /arm/gripper (its own last command) as an observation.
+    A command holds until the next one: if it went stale, the policy would sit on its safe action
+    (which sends no gripper command) and never act again (seen in a floor fetch: "stale /arm/gripper
+    (3517 ms old)", then "not lifted within 14 s")."""
+    from rlstack_policy.runner import ServeOptions, prepare
+
+    loaded = prepare(str(REPO / "policies/mobile_lift_perceived"), ServeOptions())
+    asm = loaded.assembler
+    assert asm.latched_topics == {"/arm/gripper"}
+    tf = _tf(("odom", "base_link", (0.0, 0.0, 0.08), 0.0), ("base_link", "panda_link0", (0.08, 0.0, 0.125), 0.0),
+             ("panda_link0", "panda_grasptarget", (0.4, 0.0, 0.3), 0.0))
+    asm.update("/arm/gripper", Bool(data=True), 0.0)
+    for t in (0.0, 5.0):
+        asm.update("/tf", tf, t)
+        asm.update("/joint_states", JointState(name=["panda_finger_joint1", "panda_finger_joint2"],
+                                               position=[0.04, 0.04]), t)
+        asm.update("/grasp_target", _target(0.6, 0.0, -0.055, 0.0), t)
+        obs, fault = asm.assemble(t)
+        assert fault is None, fault          # 5 s after the last /arm/gripper: still usable
+    # a stream that stops still goes stale: the grasp target here
+    asm.update("/tf", tf, 10.0)
+    asm.update("/joint_states", JointState(name=["panda_finger_joint1", "panda_finger_joint2"],
+                                           position=[0.04, 0.04]), 10.0)
+    obs, fault = asm.assemble(10.0)
+    assert obs is None and "stale /grasp_target" in fault
