@@ -103,6 +103,9 @@ class GraspOutcome:
     reason: str = ""
     #: the close look showed another kind of object than the match's label (see :func:`shape_mismatch`)
     wrong_object: bool = False
+    #: an estimate's centre (x, y) and yaw (mod 90 deg; None for a round object) in the map frame
+    xy: Optional[Tuple[float, float]] = None
+    yaw: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -156,6 +159,8 @@ class FetchParams:
                                             # the head camera sees the floor from ~0.72 m ahead of base_link
     floor_grasp_distance: float = 0.57      # base_link -> object on the floor when grasping (m): the middle of
                                             # the lift's trained floor range (0.46-0.68 m)
+    floor_square_up_deg: float = 20.0       # a cube on the floor turned more than this from the approach (mod 90 deg)
+                                            # is approached again square to one of its faces, where a free pose allows
     settle_s: float = 1.0                   # wait after docking / releasing (s), for the map and the object to settle
 
 
@@ -323,6 +328,35 @@ def plan_floor_approaches(mask: np.ndarray, resolution: float, origin: Tuple[flo
         return []
     k = max(0, params.staging_alternates)
     return [replace(picked[0], alternates=tuple(picked[1:1 + k]))] + picked[1 + k:]
+
+
+def wrap_quarter(angle: float) -> float:
+    """An angle mod 90 deg, in [-pi/4, pi/4)."""
+    q = math.pi / 2.0
+    return (angle + q / 2.0) % q - q / 2.0
+
+
+def square_floor_approach(mask: np.ndarray, resolution: float, origin: Tuple[float, float], x: float, y: float,
+                          yaw: float, params: FetchParams, robot_radius: float,
+                          near: Optional[Tuple[float, float]] = None) -> Optional[Approach]:
+    """A floor approach facing one of the four faces of a cube at (x, y) turned ``yaw`` (map frame):
+    the free one nearest to ``near``, or None. Why: the gripper keeps a fixed yaw, so a cube turned
+    near 45 deg to the approach is grasped across its corners (7.1 cm between the fingers), where
+    the lift failed over ROS (a floor fetch: "not lifted within 14 s" twice, from a 45 deg approach)."""
+    best: Optional[Approach] = None
+    best_d = math.inf
+    for k in range(4):
+        heading = yaw + k * math.pi / 2.0            # the robot faces the cube along this direction
+        c, s = -math.cos(heading), -math.sin(heading)   # from the object out towards the robot
+        sx, sy = x + params.floor_view_distance * c, y + params.floor_view_distance * s
+        gx, gy = x + params.floor_grasp_distance * c, y + params.floor_grasp_distance * s
+        if not (clearance(mask, resolution, origin, sx, sy, robot_radius) and
+                clearance(mask, resolution, origin, gx, gy, robot_radius)):
+            continue
+        d = math.hypot(sx - near[0], sy - near[1]) if near is not None else float(k)
+        if d < best_d:
+            best, best_d = Approach(Pose2D(sx, sy, math.atan2(-s, -c)), 0.0, x, y, c, s, on_floor=True), d
+    return best
 
 
 def alternate_viewpoints(mask: np.ndarray, resolution: float, origin: Tuple[float, float], goal: Pose2D,
@@ -568,15 +602,12 @@ class FetchMission:
                 target = refined
             if reached.on_floor:
                 # the camera sees the floor only from ~0.72 m ahead: estimate here, then drive in
-                estimated = self.ports.estimate_target(target)
-                if estimated.wrong_object:
-                    raise _WrongObject(f"'{target.label}' at ({target.x:.2f}, {target.y:.2f}): {estimated.reason}")
-                if not estimated.ok:
-                    failures.append(estimated.reason)
-                    self.ports.feedback("NAVIGATE", f"attempt {attempt}: {estimated.reason}; looking again")
+                estimated = self._estimate_on_floor(target, failures, attempt)
+                if estimated is None:
                     continue
                 base = self.ports.base_pose()
-                dock = min(max(0.0, base.distance_to(target.x, target.y) - self.p.floor_grasp_distance),
+                ox, oy = estimated.xy if estimated.xy is not None else (target.x, target.y)
+                dock = min(max(0.0, base.distance_to(ox, oy) - self.p.floor_grasp_distance),
                            self.p.floor_view_distance)
             else:
                 dock = min(max(0.0, reached.dock_distance(self.ports.base_pose(), self.p.grasp_clearance)),
@@ -612,6 +643,37 @@ class FetchMission:
         raise MissionAborted(FetchCode.GRASP_FAILED,
                              f"could not lift '{target.label}' in {self.p.max_grasp_attempts} attempt(s): "
                              + "; ".join(failures))
+
+    def _estimate_on_floor(self, target: Match, failures: List[str], attempt: int) -> Optional[GraspOutcome]:
+        """Estimate the grasp pose of an object on the floor from where the robot stands; a cube
+        turned more than ``floor_square_up_deg`` from the approach is looked at again from a free
+        pose square to one of its faces first. None (reason in ``failures``) when no estimate."""
+        estimated = self.ports.estimate_target(target)
+        for squared in (False, True):
+            if estimated.wrong_object:
+                raise _WrongObject(f"'{target.label}' at ({target.x:.2f}, {target.y:.2f}): {estimated.reason}")
+            if not estimated.ok:
+                failures.append(estimated.reason)
+                self.ports.feedback("NAVIGATE", f"attempt {attempt}: {estimated.reason}; looking again")
+                return None
+            if squared or estimated.yaw is None:
+                return estimated
+            base = self.ports.base_pose()
+            turned = wrap_quarter(estimated.yaw - base.yaw)
+            if abs(turned) <= math.radians(self.p.floor_square_up_deg):
+                return estimated
+            mask, res, origin = self.ports.occupancy()
+            ox, oy = estimated.xy if estimated.xy is not None else (target.x, target.y)
+            square = square_floor_approach(mask, res, origin, ox, oy, estimated.yaw, self.p, self.robot_radius,
+                                           near=(base.x, base.y))
+            if square is None:
+                return estimated        # no free pose square to a face: grasp it as it lies
+            self.ports.feedback("NAVIGATE", f"'{target.label}' is turned {math.degrees(turned):.0f} deg to the "
+                                            "approach: going round to face it square")
+            if not self._drive_to(square.staging, "square-on pose").ok:
+                return estimated        # could not get there: grasp it from here
+            estimated = self.ports.estimate_target(target)
+        return estimated
 
     def _return(self, dropoff: Pose2D) -> None:
         self._enter("RETURN", f"carrying to ({dropoff.x:.2f}, {dropoff.y:.2f})")

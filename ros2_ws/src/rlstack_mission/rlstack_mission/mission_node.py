@@ -165,6 +165,9 @@ class MissionNode(Node):
             floor_grasp_distance=d("floor_grasp_distance", p.floor_grasp_distance, "Base centre to an object on the "
                                    "floor when grasping (the lift was trained for 0.46-0.68 m), m",
                                    min_value=0.3, max_value=1.5),
+            floor_square_up_deg=d("floor_square_up_deg", p.floor_square_up_deg, "A cube on the floor turned more "
+                                  "than this from the approach (mod 90 deg) is approached again square to a face, "
+                                  "deg (45: never)", min_value=0.0, max_value=45.0),
         )
         self.robot_radius = d("robot_radius", 0.5, "Footprint radius used to check staging poses (as nav), m",
                               min_value=0.01, max_value=5.0)

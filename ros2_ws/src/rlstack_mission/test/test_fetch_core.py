@@ -9,7 +9,8 @@ import pytest
 
 from rlstack_mission.fetch import (FetchCode, FetchMission, FetchParams, GraspOutcome, Match, MissionAborted,
                                    NavOutcome, Pose2D, best_match, clearance, plan_approaches,
-                                   plan_floor_approaches, shape_mismatch, stand_pose_for_drop)
+                                   plan_floor_approaches, shape_mismatch, square_floor_approach,
+                                   stand_pose_for_drop, wrap_quarter)
 from rlstack_mission.layouts import TABLES, make_layout
 from rlstack_nav.map_io import load_map
 
@@ -286,6 +287,40 @@ def test_an_object_on_the_floor_is_estimated_from_afar_then_grasped_close_by(hom
     assert dock == f"drive {p.floor_view_distance - p.floor_grasp_distance:+.2f}"   # in after the estimate
     assert robot.log[i + 2:].index("grasp") >= 0 and robot.grasp_estimates == [False]   # the held estimate
     assert robot.log.count(f"drive {-(p.floor_view_distance - p.floor_grasp_distance):+.2f}") == 1   # back out
+
+
+def test_a_cube_turned_45_deg_is_approached_again_square_to_a_face(home):
+    """The gripper keeps a fixed yaw: a floor cube seen turned 40 deg from the approach is looked at
+    again from a free pose facing one of its faces, then grasped from there."""
+    cube_yaw = math.radians(40.0)
+    seen = GraspOutcome(True, xy=(1.0, 0.0), yaw=cube_yaw)
+    robot = ScriptedRobot(home, estimates=[seen, seen])
+    goals = []
+    navigate = robot.navigate
+    robot.navigate = lambda pose: (goals.append(pose), navigate(pose))[1]
+    robot.query = lambda text: [Match(1, "yellow cube", 1.0, 0.0, 0.025, 0.97)]
+    r = run(robot)
+    assert r.code == FetchCode.SUCCEEDED, r.reason
+    assert robot.log.count("estimate") == 2 and any("face it square" in d for d in robot.details)
+    square = goals[-2]          # the last goal is the drop-off stand pose
+    assert abs(wrap_quarter(cube_yaw - square.yaw)) < 1e-9     # facing a face
+    assert math.hypot(square.x - 1.0, square.y) == pytest.approx(FetchParams().floor_view_distance)
+    # a cube nearly square to the approach is grasped from where the robot stands
+    robot = ScriptedRobot(home, estimates=[GraspOutcome(True, xy=(1.0, 0.0), yaw=math.radians(8.0))])
+    robot.query = lambda text: [Match(1, "yellow cube", 1.0, 0.0, 0.025, 0.97)]
+    assert run(robot).code == FetchCode.SUCCEEDED and robot.log.count("estimate") == 1
+
+
+def test_square_floor_approach_faces_a_face_from_a_free_pose(home):
+    mask, res, origin = home
+    p = FetchParams()
+    a = square_floor_approach(mask, res, origin, 1.0, 0.0, math.radians(30.0), p, 0.5, near=(0.0, 0.0))
+    assert a is not None and a.on_floor
+    assert abs(wrap_quarter(a.staging.yaw - math.radians(30.0))) < 1e-9
+    assert clearance(mask, res, origin, a.staging.x, a.staging.y, 0.5)
+    # it faces the object
+    assert math.cos(a.staging.yaw - math.atan2(-a.staging.y, 1.0 - a.staging.x)) > math.cos(1e-6)
+    assert square_floor_approach(mask, res, origin, 2.6, -2.9, 0.3, p, 0.5) is None   # nowhere free
 
 
 def test_no_grasp_pose_from_afar_is_retried_then_grasp_failed(home):
