@@ -305,7 +305,9 @@ def plan_floor_approaches(mask: np.ndarray, resolution: float, origin: Tuple[flo
     ``floor_grasp_distance`` from it free as well (the base drives straight in between). One per
     ``approach_headings`` direction, those nearest to ``near`` (the robot) first, kept
     ``staging_alternate_spacing`` apart; the first carries the next ``staging_alternates`` as its
-    alternates. [] when none is free (the object lies against a wall or under furniture).
+    alternates, and at most ``FLOOR_APPROACHES_AFTER`` more follow (each costs up to
+    ``max_nav_attempts`` navigation tries when something the map does not know blocks it). [] when
+    none is free (the object lies against a wall or under furniture).
     """
     n = params.approach_headings
     free: List[Approach] = []
@@ -327,7 +329,11 @@ def plan_floor_approaches(mask: np.ndarray, resolution: float, origin: Tuple[flo
     if not picked:
         return []
     k = max(0, params.staging_alternates)
-    return [replace(picked[0], alternates=tuple(picked[1:1 + k]))] + picked[1 + k:]
+    return [replace(picked[0], alternates=tuple(picked[1:1 + k]))] + picked[1 + k:1 + k + FLOOR_APPROACHES_AFTER]
+
+
+#: floor approaches kept after the first and its alternates (see :func:`plan_floor_approaches`)
+FLOOR_APPROACHES_AFTER = 3
 
 
 def wrap_quarter(angle: float) -> float:
