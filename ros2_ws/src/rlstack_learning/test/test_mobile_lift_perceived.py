@@ -130,6 +130,49 @@ def test_live_source_is_the_ablation_and_bad_options_are_refused():
         PerceptionError(z_std=-0.01)
 
 
+def test_episodes_lie_on_the_table_or_the_floor_by_seed():
+    """Half of the episodes put the cubes on the floor (no table in the world): the support is a pure
+    function of the seed, and switching it rebuilds the world with the right bodies."""
+    from sim_bridges.scenes.mobile_table import FLOOR_REGION, FLOOR_REST_Z, TARGET
+
+    seeds = [EVAL + i for i in range(40)]
+    supports = [MobileLiftPerceivedEnv.support_for_seed(s, 0.5) for s in seeds]
+    assert supports == [MobileLiftPerceivedEnv.support_for_seed(s, 0.5) for s in seeds]
+    assert 10 <= supports.count("floor") <= 30
+    assert all(MobileLiftPerceivedEnv.support_for_seed(s, 0.0) == "table" for s in seeds)
+    e = MobileLiftPerceivedEnv(floor_fraction=1.0)
+    try:
+        for seed in (EVAL, EVAL + 1):
+            e.reset(seed=seed)
+            assert e.support == "floor" and e.sim.static_occupancy() == []     # no table in this world
+            cube = e.sim.ground_truth()[TARGET].pose.position
+            assert cube[2] == pytest.approx(FLOOR_REST_Z, abs=2e-3)
+            assert FLOOR_REGION[0] <= cube[0] <= FLOOR_REGION[1] and FLOOR_REGION[2] <= cube[1] <= FLOOR_REGION[3]
+        obs, _ = e.reset(seed=EVAL)
+        again, _ = e.reset(seed=EVAL)
+        np.testing.assert_array_equal(obs, again)          # reproducible after the rebuild
+    finally:
+        e.close()
+    with pytest.raises(ValueError, match="floor_fraction"):
+        MobileLiftPerceivedEnv(floor_fraction=1.5)
+    from sim_bridges import make_scene
+
+    assert len(make_scene("mobile_table").occupancy) == 1
+    with pytest.raises(ValueError, match="support"):
+        make_scene("mobile_table", support="shelf")
+
+
+def test_perceived_expert_lifts_the_cube_from_the_floor():
+    from rlstack_learning.evaluate import run_episodes
+
+    e = MobileLiftPerceivedEnv(floor_fraction=1.0)
+    try:
+        res = run_episodes(e, perceived_expert(e), [EVAL + i for i in range(3)])
+    finally:
+        e.close()
+    assert res["success_rate"] >= 2 / 3, res
+
+
 def test_perceived_expert_lifts_the_cube_with_the_error_model(env):
     from rlstack_learning.evaluate import run_episodes
 
