@@ -53,12 +53,29 @@ TRAIN_CATEGORY = ("object", "thing", "item", "shape", "piece", "one")
 TRAIN_ATTRIBUTE = {"round": ("ball", "cylinder"), "square": ("cube",), "rolling": ("ball",)}
 #: colours and object kinds that are not in the map (negatives for the "not here" answer)
 TRAIN_ABSENT_COLOURS = ("pink", "white", "black", "brown", "grey", "orange", "magenta",
-                        "tan", "cream", "khaki", "gray", "transparent", "striped", "wooden-brown")
-TRAIN_ABSENT_KINDS = ("cup", "plate", "shoe", "phone", "chair", "lamp", "pen", "bowl", "key", "hat", "giraffe",
-                      "dog", "car", "book", "apple", "fork", "glass", "knife", "towel", "bag", "cat", "robot arm",
-                      "toothbrush", "wallet", "umbrella", "clock", "pencil", "bucket", "helmet", "rabbit",
-                      "dinosaur", "airplane", "kettle", "sandwich", "watch", "cushion", "bottle opener",
-                      "tennis racket", "keyboard", "orange juice", "potted plant", "backpack", "hammer", "carrot")
+                        "tan", "cream", "khaki", "gray", "transparent", "striped", "wooden-brown",
+                        "plum", "mauve", "lilac", "orchid", "aubergine", "fuchsia", "grape", "eggplant", "peach",
+                        "salmon", "olive", "burnt orange")
+TRAIN_ABSENT_KINDS = (
+    "cup", "plate", "shoe", "phone", "chair", "lamp", "pen", "bowl", "key", "hat", "giraffe", "dog", "car", "book",
+    "apple", "fork", "glass", "knife", "towel", "bag", "cat", "robot arm", "toothbrush", "wallet", "umbrella",
+    "clock", "pencil", "bucket", "helmet", "rabbit", "dinosaur", "airplane", "kettle", "sandwich", "watch",
+    "cushion", "bottle opener", "tennis racket", "keyboard", "potted plant", "backpack", "hammer", "carrot",
+    "horse", "cow", "lion", "tiger", "monkey", "bird", "fish", "frog", "turtle", "penguin", "bear", "zebra",
+    "pig", "sheep", "mouse", "snake", "owl", "dolphin", "shark", "whale", "puppy", "kitten", "unicorn",
+    "doll", "kite", "yo-yo", "puzzle", "train set", "model car", "action figure", "rocket", "boat", "truck",
+    "bicycle", "scooter", "drone", "guitar", "flute", "trumpet", "violin", "piano",
+    "table", "sofa", "bed", "desk", "shelf", "door", "window", "curtain", "rug", "blanket", "mirror",
+    "vase", "candle", "picture frame", "light bulb", "plug", "cable", "charger", "headphones", "camera",
+    "laptop", "tablet", "mouse pad", "printer", "television", "speaker", "microphone", "calculator",
+    "stapler", "ruler", "eraser", "notebook", "envelope", "stamp", "coin", "ring", "necklace", "bracelet",
+    "glasses", "sunglasses", "glove", "scarf", "sock", "jacket", "shirt", "trousers", "belt", "boot",
+    "sandal", "comb", "hairbrush", "soap", "sponge", "toilet paper", "shampoo", "razor", "towel rail",
+    "pan", "pot", "saucepan", "ladle", "whisk", "spatula", "cutting board", "napkin", "tray", "lunchbox",
+    "pear", "grape bunch", "strawberry", "lemon slice", "tomato", "potato", "onion", "cucumber", "egg",
+    "bread", "cake", "cookie", "pizza", "cheese", "chocolate bar", "lollipop", "ice cream", "sausage",
+    "leaf", "flower", "tree", "rock", "shell", "feather", "stick", "pine cone",
+)
 #: templates ({c} colour phrase, {s} shape phrase); word order and fillers of our own
 TRAIN_TEMPLATES = (
     "{c} {s}", "the {c} {s}", "a {c} {s}", "find the {c} {s}", "where is the {c} {s}?", "bring me the {c} {s}",
@@ -79,6 +96,7 @@ class Query:
     column: str                   # trained | colour_synonyms | paraphrases | combined | category | absent
     colours: Tuple[str, ...]      # accepted colours (empty for absent)
     shapes: Tuple[str, ...]       # accepted shapes (empty for absent)
+    parts: Tuple[str, ...] = ()   # training only: the list words it was made of (for word-held-out folds)
 
     @property
     def labels(self) -> Tuple[str, ...]:
@@ -139,8 +157,8 @@ def target_of(colours: Sequence[str], shapes: Sequence[str]) -> np.ndarray:
 def training_wordings(n: int, seed: int = 0) -> List[Query]:
     """``n`` distinct training queries drawn from the training lists (never the held-out ones).
 
-    Mix: ~55 % colour + shape, ~10 % colour + category/attribute, ~5 % shape alone, ~30 % absent
-    (absent colour, absent kind, or both).
+    Mix: ~50 % colour + shape, ~10 % colour + category/attribute, ~5 % shape alone, ~35 % absent
+    (absent colour, absent kind, both, or an absent kind alone).
     """
     rng = np.random.default_rng(seed)
     seen: Dict[str, Query] = {}
@@ -153,32 +171,44 @@ def training_wordings(n: int, seed: int = 0) -> List[Query]:
         s = SHAPES[rng.integers(3)]
         cw = TRAIN_COLOURS[c][rng.integers(len(TRAIN_COLOURS[c]))]
         sw = TRAIN_SHAPES[s][rng.integers(len(TRAIN_SHAPES[s]))]
-        if u < 0.55:
-            q = Query(t.format(c=cw, s=sw), "train", (c,), (s,))
-        elif u < 0.62:
-            q = Query(t.format(c=cw, s=TRAIN_CATEGORY[rng.integers(len(TRAIN_CATEGORY))]), "train", (c,), SHAPES)
-        elif u < 0.65:
+        no_colour = (t.replace("{c} ", "").replace("{c}-coloured ", "").replace(" in {c}", "")
+                     .replace(" coloured {c}", "").replace(" of {c} colour", "").replace("{c}, ", "")
+                     .replace(": {c}", ""))
+        kind = TRAIN_ABSENT_KINDS[rng.integers(len(TRAIN_ABSENT_KINDS))]
+        ac = TRAIN_ABSENT_COLOURS[rng.integers(len(TRAIN_ABSENT_COLOURS))]
+        if u < 0.50:
+            q = Query(t.format(c=cw, s=sw), "train", (c,), (s,), (cw, sw))
+        elif u < 0.57:
+            q = Query(t.format(c=cw, s=TRAIN_CATEGORY[rng.integers(len(TRAIN_CATEGORY))]), "train", (c,), SHAPES,
+                      (cw,))
+        elif u < 0.60:
             attr = list(TRAIN_ATTRIBUTE)[rng.integers(len(TRAIN_ATTRIBUTE))]
             noun = TRAIN_CATEGORY[rng.integers(3)]
-            q = Query(t.format(c=cw, s=f"{attr} {noun}"), "train", (c,), TRAIN_ATTRIBUTE[attr])
-        elif u < 0.70:
-            q = Query(t.replace("{c} ", "").replace("{c}-coloured ", "").replace(" in {c}", "")
-                      .replace(" coloured {c}", "").replace(" of {c} colour", "").replace("{c}, ", "")
-                      .replace(": {c}", "").format(c=cw, s=sw), "train", COLOURS, (s,))
-        elif u < 0.80:
-            ac = TRAIN_ABSENT_COLOURS[rng.integers(len(TRAIN_ABSENT_COLOURS))]
-            q = Query(t.format(c=ac, s=sw), "train_absent", (), (s,))
-        elif u < 0.92:
-            kind = TRAIN_ABSENT_KINDS[rng.integers(len(TRAIN_ABSENT_KINDS))]
-            q = Query(t.format(c=cw, s=kind), "train_absent", (c,), ())
+            q = Query(t.format(c=cw, s=f"{attr} {noun}"), "train", (c,), TRAIN_ATTRIBUTE[attr], (cw,))
+        elif u < 0.65:
+            q = Query(no_colour.format(s=sw), "train", COLOURS, (s,), (sw,))
+        elif u < 0.73:
+            q = Query(t.format(c=ac, s=sw), "train_absent", (), (s,), (ac, sw))
+        elif u < 0.88:
+            q = Query(t.format(c=cw, s=kind), "train_absent", (c,), (), (cw, kind))
+        elif u < 0.94:
+            q = Query(t.format(c=ac, s=kind), "train_absent", (), (), (ac, kind))
         else:
-            kind = TRAIN_ABSENT_KINDS[rng.integers(len(TRAIN_ABSENT_KINDS))]
-            ac = TRAIN_ABSENT_COLOURS[rng.integers(len(TRAIN_ABSENT_COLOURS))]
-            q = Query(t.format(c=ac, s=kind), "train_absent", (), ())
+            q = Query(no_colour.format(s=kind), "train_absent", COLOURS, (), (kind,))
         if "{" in q.text:
             continue
         seen.setdefault(q.text, q)
     return list(seen.values())
+
+
+def word_folds(k: int = 3, seed: int = 0) -> List[set]:
+    """``k`` disjoint sets of training list words (all but each colour's and shape's first, plain word),
+    for calibrating on words a fold's model never saw."""
+    rng = np.random.default_rng(seed)
+    words = [w for ws in TRAIN_COLOURS.values() for w in ws[1:]] + [w for ws in TRAIN_SHAPES.values() for w in ws[1:]]
+    words += list(TRAIN_ABSENT_COLOURS) + list(TRAIN_ABSENT_KINDS)
+    words = [words[i] for i in rng.permutation(len(words))]
+    return [set(words[i::k]) for i in range(k)]
 
 
 def columns(queries: Sequence[Query]) -> Dict[str, List[Query]]:
