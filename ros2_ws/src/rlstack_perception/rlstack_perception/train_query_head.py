@@ -2,6 +2,8 @@
 
     python -m rlstack_perception.train_query_head [--train 14000] [--epochs 60] [--out weights/]
     python -m rlstack_perception.train_query_head --ablation   # what helped (no export)
+    python -m rlstack_perception.train_query_head --calibrate-clip CKPT --clip-model ViT-B-32
+        # a match_threshold for embedder clip (cosine), from training wordings only; no training
 
 1. Generate training wordings (:func:`rlstack_perception.wordings.training_wordings`: our own synonyms,
    fillers, word orders, category words, absent colours and kinds) and a validation draw of the same
@@ -144,6 +146,17 @@ def forward(params, x):
     return 1.0 / (1.0 + np.exp(-np.clip(h @ params["W2"] + params["b2"], -60, 60)))
 
 
+def calibrate_cosine(encode_fn, n: int = 3000, batch: int = 64) -> Dict[str, float]:
+    """A cosine ``match_threshold`` for a text tower without a query head (CLIP): training-generator
+    wordings (never the held-out set) scored against the label prototypes of the same text tower."""
+    text = TextEncoder(encode_fn, cache_size=10 ** 6)
+    qs = W.training_wordings(n, seed=1)
+    q = np.concatenate([text.encode([x.text for x in qs[i:i + batch]]) for i in range(0, len(qs), batch)])
+    scores = raw_label_scores(q, text.prototypes(LABELS))
+    thr = calibrate(scores, qs)
+    return {"match_threshold": round(thr, 4), **report(scores, qs, thr)}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--train", type=int, default=14000, help="training wordings")
@@ -158,6 +171,9 @@ def main(argv=None) -> int:
     ap.add_argument("--no-colour-words", action="store_true", help="no colour-word rule (head only)")
     ap.add_argument("--ablation", action="store_true", help="compare variants on the held-out set; no export")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--calibrate-clip", default="", metavar="CKPT",
+                    help="only calibrate a cosine match_threshold for this open_clip checkpoint (embedder clip)")
+    ap.add_argument("--clip-model", default="ViT-B-32", help="open_clip model name or .json config (--calibrate-clip)")
     ap.add_argument("--cache", default="out/perception/query_text.npz")
     ap.add_argument("--out", default=str(WEIGHTS_DIR))
     args = ap.parse_args(argv)
@@ -165,6 +181,14 @@ def main(argv=None) -> int:
     import torch
 
     torch.set_num_threads(args.threads)
+    if args.calibrate_clip:
+        from rlstack_perception.backends.clip import ClipEmbedder
+
+        cfg = args.clip_model if args.clip_model.endswith(".json") else None
+        emb = ClipEmbedder.from_checkpoint(args.calibrate_clip, Path(cfg).stem if cfg else args.clip_model,
+                                           model_config=cfg, threads=args.threads)
+        print(json.dumps(calibrate_cosine(emb.encode_text), indent=1))
+        return 0
     t0 = time.time()
     train_q = W.training_wordings(args.train, seed=0) + W.trained_queries()
     train_texts = {q.text for q in train_q}
