@@ -246,13 +246,16 @@ def main(argv=None) -> int:
                 fold_scores.append(label_matrix(cf))
                 fold_q += sub
             thr = calibrate(np.concatenate(fold_scores), fold_q)
+            fold_report = {f"folds_{k}": val for k, val in report(np.concatenate(fold_scores), fold_q, thr).items()
+                           if "false" in k or "_top1" in k}
         else:
             thr = calibrate(val_scores, val_q)
+            fold_report = {}
         results[name] = {"train_wordings": int(keep.sum()), "train_seconds": round(time.time() - t1, 1),
                          "match_threshold": round(thr, 4),
                          **report(label_matrix(ch), held, thr),
                          **{f"val_{k}": val for k, val in report(val_scores, val_q, thr).items()
-                            if "false" in k or "_top1" in k}}
+                            if "false" in k or "_top1" in k}, **fold_report}
         print(f"[eval] {name}: {json.dumps(results[name])}", flush=True)
     print(json.dumps(results, indent=1))
     if args.ablation:
