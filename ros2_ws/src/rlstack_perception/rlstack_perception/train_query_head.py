@@ -31,7 +31,7 @@ from typing import Dict, List, Sequence
 import numpy as np
 
 from rlstack_perception import wordings as W
-from rlstack_perception.embed import COLOURS, LABELS, SHAPES, WEIGHTS_DIR, TextEncoder, unit
+from rlstack_perception.embed import COLOURS, LABELS, SHAPES, WEIGHTS_DIR, TextEncoder
 
 
 def embed_texts(text: TextEncoder, texts: Sequence[str], cache_path: Path) -> Dict[str, np.ndarray]:
@@ -219,13 +219,10 @@ def main(argv=None) -> int:
     params = None
     for name, v in variants.items():
         keep = np.ones(len(train_q), bool)
-        if v["plain"]:
-            plain_c = {ws[0] for ws in W.TRAIN_COLOURS.values()}
-            plain_s = {ws[0] for ws in W.TRAIN_SHAPES.values()}
+        if v["plain"]:  # only queries made of each colour's and shape's first (plain) word
             extra = set(sum((list(ws[1:]) for ws in W.TRAIN_COLOURS.values()), [])) | \
                 set(sum((list(ws[1:]) for ws in W.TRAIN_SHAPES.values()), []))
             keep = np.array([not any(f" {e} " in f" {q.text} " for e in extra) for q in train_q])
-            del plain_c, plain_s
         t1 = time.time()
         params = train(xtr[keep], ytr[keep], args.epochs, args.hidden, v["noise"])
         cv, ch = forward(params, xval), forward(params, xho)
