@@ -6,7 +6,7 @@ setup(
     name=package_name,
     version="0.1.0",
     packages=find_packages(exclude=["test"]),
-    package_data={package_name: ["weights/*.onnx", "weights/*.json"]},
+    package_data={package_name: ["weights/*.onnx", "weights/*.json", "weights/*.npz", "wordings/*.json"]},
     include_package_data=True,
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),

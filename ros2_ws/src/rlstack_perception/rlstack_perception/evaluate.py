@@ -13,6 +13,12 @@ mast-like heights). Reported:
 * retrieval top-1: for every object and wording (trained and unseen), the best map entry
   must lie at that object (within 10 cm of its true centre and nearer to it than to any other
   object; a duplicate entry of the same object counts as right);
+* held-out wordings (``wordings/heldout.json``, never trained on): per column (colour synonyms,
+  paraphrases, both combined, category words) top-1 as the user gets it (the best match above the
+  match threshold lies at an object whose label the query accepts) and of the ranking alone (no
+  threshold); ``mission``: right and scoring >= 0.85 (the fetch mission's ``min_match_score``);
+* absent queries (held-out column ``absent``, plus trained wordings of labels not in the scene):
+  false-match rate = any match returned above the threshold;
 * rate: pipeline time per 320x240 frame (median; Hz = 1000 / ms).
 
 JSON on stdout, a markdown table on stderr.
@@ -24,6 +30,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -49,6 +56,8 @@ def evaluate(layouts=(2000, 2001, 2002, 2003, 2004), views: int = 3, scenes=("ho
     from sim_bridges import make_backend
 
     from rlstack_perception import simtools as st
+    from rlstack_perception import wordings as W
+    from rlstack_perception.embed import LABELS
     from rlstack_perception.localise import surface_centroid
     from rlstack_perception.pipeline import Pipeline
 
@@ -59,6 +68,7 @@ def evaluate(layouts=(2000, 2001, 2002, 2003, 2004), views: int = 3, scenes=("ho
             sim.load_scene(scene)
             ious, obs_err, naive_err, map_err, ms = [], [], [], [], []
             hits = {"trained": [0, 0], "unseen": [0, 0]}
+            held = {}
             spurious, n_entries, missing = 0, 0, 0
             rng = np.random.default_rng(7)
             for seed in layouts:
@@ -115,6 +125,30 @@ def evaluate(layouts=(2000, 2001, 2002, 2003, 2004), views: int = 3, scenes=("ho
                                 ok = min(dd, key=dd.get) == name and dd[name] < 0.10
                             hits[kind][0] += int(ok)
                             hits[kind][1] += 1
+                present = {st.label_of(o) for o in objs.values()}
+                owner_label = {k: st.label_of(v) for k, v in objs.items()}
+
+                def label_at(entry):
+                    dd = {k: np.linalg.norm(np.asarray(v.pose.position) - entry.position) for k, v in objs.items()}
+                    k = min(dd, key=dd.get)
+                    return owner_label[k] if dd[k] < 0.10 else None
+
+                queries = [q for q in W.heldout_queries() if q.column == "absent" or set(q.labels) & present]
+                queries += [W.Query(t.format(c=lab.split()[0], s=lab.split()[1]), "absent_labels", (), ())
+                            for lab in LABELS if lab not in present for t in ("{c} {s}", "the {c} {s}")]
+                for q in queries:
+                    top = pipe.query(q.text, max_results=1)
+                    cell = held.setdefault(q.column, {"n": 0, "ok": 0, "ranking_ok": 0, "mission_ok": 0})
+                    cell["n"] += 1
+                    if q.column.startswith("absent"):
+                        cell["ok"] += int(bool(top))          # a false match
+                        cell["mission_ok"] += int(bool(top) and top[0][1] >= 0.85)
+                        continue
+                    ok = bool(top) and label_at(top[0][0]) in q.labels
+                    cell["ok"] += int(ok)
+                    cell["mission_ok"] += int(ok and top[0][1] >= 0.85)
+                    rank = pipe.query(q.text, max_results=1, threshold=False)
+                    cell["ranking_ok"] += int(bool(rank) and label_at(rank[0][0]) in q.labels)
                 log(f"[eval] {scene} layout {seed}: {len(entries)} entries, frames so far {len(ms)}")
             results[scene] = {
                 "layouts": list(layouts), "frames": len(ms),
@@ -128,22 +162,55 @@ def evaluate(layouts=(2000, 2001, 2002, 2003, 2004), views: int = 3, scenes=("ho
                 "retrieval_top1_trained": hits["trained"][0] / max(1, hits["trained"][1]),
                 "retrieval_top1_unseen": hits["unseen"][0] / max(1, hits["unseen"][1]),
                 "queries": hits["trained"][1] + hits["unseen"][1],
+                "match_threshold": float(pipe.match_threshold),
+                **{f"heldout_{col}_top1": c["ok"] / max(1, c["n"]) for col, c in held.items()
+                   if not col.startswith("absent")},
+                **{f"heldout_{col}_top1_ranking": c["ranking_ok"] / max(1, c["n"]) for col, c in held.items()
+                   if not col.startswith("absent")},
+                **{f"heldout_{col}_mission_0.85": c["mission_ok"] / max(1, c["n"]) for col, c in held.items()
+                   if not col.startswith("absent")},
+                **{f"{col}_false_match_rate": c["ok"] / max(1, c["n"]) for col, c in held.items()
+                   if col.startswith("absent")},
+                **{f"{col}_false_match_rate_mission_0.85": c["mission_ok"] / max(1, c["n"]) for col, c in held.items()
+                   if col.startswith("absent")},
+                **{f"n_queries_{col}": c["n"] for col, c in held.items()},
                 "pipeline_ms_median": pct(ms, 50), "pipeline_ms_p95": pct(ms, 95),
             }
     return results
 
 
 def markdown(results) -> str:
-    keys = list(next(iter(results.values())).keys())
+    keys = list(dict.fromkeys(k for r in results.values() for k in r))
     keys = [k for k in keys if k != "layouts"]
     lines = ["| metric | " + " | ".join(results) + " |", "|---|" + "---|" * len(results)]
     for k in keys:
         cells = []
         for r in results.values():
-            v = r[k]
+            v = r.get(k, "-")
             cells.append(f"{v:.4f}" if isinstance(v, float) else str(v))
         lines.append(f"| {k} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def make_factory(args):
+    """The pipeline the evaluation runs: the default one, or CLIP from a user checkpoint (no download)."""
+    from rlstack_perception.embed import TextEncoder
+    from rlstack_perception.pipeline import Pipeline
+    from rlstack_perception.segment import DepthPlaneSegmenter
+
+    if args.embedder == "clip":
+        def clip_pipeline():
+            from rlstack_perception.backends.clip import ClipEmbedder
+
+            cfg = args.clip_model if args.clip_model.endswith(".json") else None
+            name = Path(cfg).stem if cfg else args.clip_model
+            emb = ClipEmbedder.from_checkpoint(args.clip_checkpoint, name, model_config=cfg, threads=args.threads)
+            return Pipeline(DepthPlaneSegmenter(), emb, TextEncoder(emb.encode_text),
+                            match_threshold=args.match_threshold)
+        return clip_pipeline
+    if args.no_query_head:
+        return lambda: Pipeline.default(query_head=None, match_threshold=args.match_threshold)
+    return lambda: Pipeline.default(match_threshold=args.match_threshold)
 
 
 def main(argv=None) -> int:
@@ -153,15 +220,20 @@ def main(argv=None) -> int:
     ap.add_argument("--views", type=int, default=3)
     ap.add_argument("--scenes", default="home,panda_table")
     ap.add_argument("--json", default="")
+    ap.add_argument("--embedder", choices=("crop_cnn", "clip"), default="crop_cnn")
+    ap.add_argument("--no-query-head", action="store_true", help="crop_cnn: cosine queries (the old query side)")
+    ap.add_argument("--clip-checkpoint", default="", help="open_clip checkpoint (embedder clip)")
+    ap.add_argument("--clip-model", default="ViT-B-32", help="open_clip model name or a .json model config")
+    ap.add_argument("--match-threshold", type=float, default=None,
+                    help="no match below this score (default: the query head's calibrated one; none for clip)")
+    ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args(argv)
     layouts = tuple(range(args.first_layout, args.first_layout + args.layouts))
-    res = evaluate(layouts, args.views, tuple(args.scenes.split(",")))
+    res = evaluate(layouts, args.views, tuple(args.scenes.split(",")), pipeline_factory=make_factory(args))
     text = json.dumps(res, indent=1)
     print(text)
     print(markdown(res), file=sys.stderr)
     if args.json:
-        from pathlib import Path
-
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(text + "\n")
     return 0

@@ -94,6 +94,13 @@ class SemanticMapNode(Node):
         clip_ckpt = p("clip_checkpoint", "", "open_clip checkpoint path (embedder: clip)")
         clip_model = p("clip_model", "ViT-B-32", "open_clip model name (embedder: clip)")
         threads = p("threads", 1, "onnxruntime / torch threads", min_value=1, max_value=64)
+        use_head = p("query_head", True, "Score queries with the query head (colour/shape compatibility; "
+                     "embedder crop_cnn only; false: cosine of the text and crop embeddings)")
+        head_path = p("query_head_path", "", "Query head weights (.npz; '' = packaged weights)")
+        colour_words = p("colour_words", True, "Query head: read colour names through the xkcd colour survey")
+        match_threshold = p("match_threshold", -1.0, "Queries return no match scoring below this ('not here'); "
+                            "-1: the query head's calibrated threshold, or none without the head (CLIP: set one)",
+                            min_value=-1.0, max_value=1.0)
         map_cfg = MapConfig(
             sim_threshold=p("sim_threshold", 0.75, "Embedding similarity to update an entry", min_value=-1.0,
                             max_value=1.0),
@@ -102,7 +109,9 @@ class SemanticMapNode(Node):
             label_min_score=p("label_min_score", 0.5, "Min label similarity for a text label", min_value=-1.0,
                               max_value=1.0),
             snap_temperature=p("snap_temperature", 50.0, "Query-time soft snap of embeddings onto label "
-                               "prototypes (0: raw embeddings)", min_value=0.0, max_value=1000.0))
+                               "prototypes (0: raw embeddings)", min_value=0.0, max_value=1000.0),
+            colocated_m=p("colocated_m", 0.03, "Query head: entries closer than this pool their label "
+                          "distributions (one object seen two ways), m (0: off)", min_value=0.0, max_value=1.0))
         filt = FilterConfig(
             min_area=p("min_area_px", 30, "Masks smaller than this are dropped, pixels", min_value=1,
                        max_value=1000000),
@@ -129,8 +138,16 @@ class SemanticMapNode(Node):
         seg = self._make_segmenter(segmenter, sam_ckpt, sam_type)
         emb, text = self._make_embedder(embedder, emb_path, clip_ckpt, clip_model, threads)
         t0 = time.monotonic()
-        self.pipeline = Pipeline(seg, emb, text, map_cfg, filt, max_range_m=max_range)
-        self.get_logger().info(f"pipeline {seg.name} + {emb.name} ready in {time.monotonic() - t0:.1f} s")
+        head = None
+        if use_head and embedder == "crop_cnn":
+            from rlstack_perception.query_head import DEFAULT_QUERY_HEAD, QueryHead
+
+            head = QueryHead(head_path or DEFAULT_QUERY_HEAD, colour_words)
+        self.pipeline = Pipeline(seg, emb, text, map_cfg, filt, max_range_m=max_range, query_head=head,
+                                 match_threshold=None if match_threshold <= -1.0 else match_threshold)
+        self.get_logger().info(f"pipeline {seg.name} + {emb.name} ready in {time.monotonic() - t0:.1f} s "
+                               f"(query head: {'on' if head else 'off'}, match threshold "
+                               f"{self.pipeline.match_threshold:g})")
 
         self.tf = TfBuffer(tf_cache, tf_extrap)
         self.info = None

@@ -40,7 +40,11 @@ class Pipeline:
     def __init__(self, segmenter: Segmenter, embedder: Embedder, text: TextEncoder,
                  map_config: Optional[MapConfig] = None, filter_config: Optional[FilterConfig] = None,
                  labels: Sequence[str] = LABELS, reject_background: bool = True,
-                 max_range_m: float = 6.0) -> None:
+                 max_range_m: float = 6.0, query_head=None, match_threshold: Optional[float] = None) -> None:
+        """``query_head``: a :class:`~rlstack_perception.query_head.QueryHead` (MiniLM text space only)
+        scoring queries against the map's labels (colour/shape compatibility, 0..1); None: cosine of the
+        text embedding (the CLIP path). ``match_threshold``: queries return nothing scoring below it
+        ("not here"); None = the head's calibrated threshold, or -1 (no threshold) without a head."""
         self.segmenter = segmenter
         self.embedder = embedder
         self.text = text
@@ -50,11 +54,19 @@ class Pipeline:
         self.reject = text.prototypes(["background clutter"], BACKGROUND_TEXT) if reject_background else None
         self.max_range_m = max_range_m
         self.map = SemanticMapCore(map_config, self.labels, self.label_embeddings)
+        if query_head is not None and not query_head.covers(self.labels):
+            raise ValueError(f"the query head scores colour x shape labels of its vocabulary, not {self.labels}")
+        self.query_head = query_head
+        if match_threshold is None:
+            match_threshold = query_head.threshold if query_head is not None else -1.0
+        self.match_threshold = float(match_threshold)
 
     @classmethod
     def default(cls, **kwargs) -> "Pipeline":
         from rlstack_perception.embed import OnnxCropEmbedder
+        from rlstack_perception.query_head import load_default
 
+        kwargs.setdefault("query_head", load_default())
         return cls(DepthPlaneSegmenter(), OnnxCropEmbedder(), TextEncoder(), **kwargs)
 
     # ---------------------------------------------------------------- one frame
@@ -117,5 +129,12 @@ class Pipeline:
         res.timings_ms["total"] = sum(res.timings_ms.values())
         return res
 
-    def query(self, text: str, max_results: int = 0, min_score: float = -1.0):
-        return self.map.query(self.text.encode([text])[0], max_results, min_score)
+    def query(self, text: str, max_results: int = 0, min_score: float = -1.0, threshold: bool = True):
+        """Ranked (MapObject, score) at or above ``max(min_score, match_threshold)``; [] = "not here".
+
+        ``threshold=False`` ranks without ``match_threshold`` (evaluation of the ranking alone)."""
+        e = self.text.encode([text])[0]
+        floor = max(float(min_score), self.match_threshold) if threshold else float(min_score)
+        if self.query_head is not None:
+            return self.map.query(e, max_results, floor, self.query_head.label_scores(text, e, self.labels))
+        return self.map.query(e, max_results, floor)

@@ -83,6 +83,7 @@ class MapConfig:
     max_objects: int = 500
     label_min_score: float = 0.5  # below this similarity to every label, the label is ""
     snap_temperature: float = 50.0  # queries see embeddings pulled onto the label prototypes (0: raw)
+    colocated_m: float = 0.03     # label queries: entries closer than this share one weighted label distribution
 
 
 class SemanticMapCore:
@@ -162,10 +163,21 @@ class SemanticMapCore:
 
     # ---------------------------------------------------------------- queries
     def query(self, text_embedding: np.ndarray, max_results: int = 0, min_score: float = -1.0,
-              ) -> List[Tuple[MapObject, float]]:
+              label_scores: Optional[np.ndarray] = None) -> List[Tuple[MapObject, float]]:
+        """Entries ranked by score, those >= ``min_score``.
+
+        Score: cosine of the text embedding with :meth:`query_embedding`; or, with ``label_scores``
+        (one per label: how well the query accepts it, from the query head), the object's label
+        distribution (:meth:`label_distribution`) weighted by them (0..1; unnamed objects score 0).
+        """
         with self._lock:
-            ranked = sorted(((o, float(self.query_embedding(o) @ text_embedding)) for o in self.objects.values()),
-                            key=lambda t: -t[1])
+            if label_scores is not None:
+                ls = np.asarray(label_scores, np.float32)
+                objs = list(self.objects.values())
+                scored = list(zip(objs, (self._colocated_distributions(objs) @ ls).tolist())) if objs else []
+            else:
+                scored = [(o, float(self.query_embedding(o) @ text_embedding)) for o in self.objects.values()]
+            ranked = sorted(scored, key=lambda t: -t[1])
         ranked = [(o, s) for o, s in ranked if s >= min_score]
         return ranked[:max_results] if max_results > 0 else ranked
 
@@ -185,6 +197,36 @@ class SemanticMapCore:
         w = np.exp(t * (sims - sims.max()))
         e = (w / w.sum()) @ self.label_embeddings
         return e / max(float(np.linalg.norm(e)), 1e-12)
+
+    def _colocated_distributions(self, objs: Sequence[MapObject]) -> np.ndarray:
+        """(len(objs), len(labels)): each entry's label distribution, pooled (weighted by evidence) with
+        entries closer than ``colocated_m``. Two entries that close are one object seen two ways (a
+        far, small first view can start a second entry with another label); the pooled label is the
+        better-observed one's."""
+        p = np.stack([self.label_distribution(o) for o in objs])
+        r = self.config.colocated_m
+        if r <= 0 or len(objs) < 2:
+            return p
+        pos = np.stack([o.position for o in objs])
+        near = np.linalg.norm(pos[:, None] - pos[None], axis=-1) < r
+        w = np.array([max(o.weight, 1e-6) for o in objs])
+        a = near * w[None, :]
+        return (a @ p) / a.sum(axis=1, keepdims=True)
+
+    def label_distribution(self, obj: MapObject) -> np.ndarray:
+        """(len(labels),) softmax(snap_temperature * similarity) over the label prototypes (one-hot when
+        ``snap_temperature`` is 0); zeros for an object below ``label_min_score`` (no name)."""
+        n = len(self.labels)
+        if self.label_embeddings is None or not n or obj.label_score < self.config.label_min_score:
+            return np.zeros(n, np.float32)
+        sims = self.label_embeddings @ obj.embedding
+        t = self.config.snap_temperature
+        if t <= 0:
+            out = np.zeros(n, np.float32)
+            out[int(np.argmax(sims))] = 1.0
+            return out
+        w = np.exp(t * (sims - sims.max()))
+        return (w / w.sum()).astype(np.float32)
 
     def snapshot(self) -> List[MapObject]:
         with self._lock:

@@ -280,3 +280,38 @@ def test_real_tiny_sam_and_clip_end_to_end():
     res = pipe.process(frame_320x240())
     assert res.segments and all(s.mask.shape == (240, 320) for s in res.segments)
     assert all(np.all(np.isfinite(d.position)) for d in res.detections)
+
+
+def test_evaluation_runs_with_a_user_clip_checkpoint_and_downloads_nothing(tmp_path, monkeypatch, capsys):
+    """Issue 23: `python -m rlstack_perception.evaluate --embedder clip` with a user checkpoint (here tiny
+    random weights from a .json model config) runs the whole evaluation on real PyBullet, offline;
+    the cosine threshold for it is calibrated on training wordings by train_query_head --calibrate-clip."""
+    import json
+    import socket
+
+    from rlstack_perception import evaluate, train_query_head
+
+    def no_network(*a, **k):
+        raise AssertionError("network access during a CLIP evaluation")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    torch.manual_seed(0)
+    cfg = tmp_path / "rlstack-tiny-eval.json"
+    cfg.write_text(json.dumps(TINY_CLIP))
+    model, _ = build_clip("rlstack-tiny-eval", model_config=str(cfg))
+    ck = tmp_path / "user_clip.pt"
+    torch.save(model.state_dict(), ck)
+    assert train_query_head.main(["--calibrate-clip", str(ck), "--clip-model", str(cfg)]) == 0
+    cal = json.loads(capsys.readouterr().out)
+    assert -1.0 <= cal["match_threshold"] <= 1.0 and 0.0 <= cal["train_absent_false_match"] <= 1.0
+    out = tmp_path / "eval.json"
+    assert evaluate.main(["--layouts", "1", "--views", "1", "--scenes", "panda_table", "--embedder", "clip",
+                          "--clip-checkpoint", str(ck), "--clip-model", str(cfg),
+                          "--match-threshold", str(cal["match_threshold"]), "--json", str(out)]) == 0
+    res = json.loads(out.read_text())["panda_table"]
+    assert res["frames"] > 0 and res["match_threshold"] == pytest.approx(cal["match_threshold"])
+    for k in ("retrieval_top1_trained", "heldout_colour_synonyms_top1", "absent_false_match_rate"):
+        assert 0.0 <= res[k] <= 1.0
+    with pytest.raises(FileNotFoundError, match="CLIP checkpoint not found"):
+        evaluate.main(["--layouts", "1", "--scenes", "panda_table", "--embedder", "clip",
+                       "--clip-checkpoint", str(tmp_path / "missing.pt")])

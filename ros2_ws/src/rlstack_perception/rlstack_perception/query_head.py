@@ -1,0 +1,103 @@
+"""The query side: which of the map's colours and shapes a text query accepts (NumPy, no torch).
+
+``QueryHead`` maps a query's MiniLM embedding (384-d, the same text encoder the crop embedder
+is aligned with) through a small MLP to 4 + 3 sigmoid "compatibility" outputs, one per colour
+(``COLOURS``) and shape (``SHAPES``). A label "red cube" scores ``p(red) * p(cube)``. Trained by
+:mod:`rlstack_perception.train_query_head` on generated wordings (synonyms, fillers, word order,
+category words, absent colours and kinds; never the held-out set), so that
+
+* "could you fetch that crimson box for me" scores the red cube ~1 and every other label ~0,
+* "the red thing" accepts every red object, "the ball" every ball,
+* "the purple elephant" or "the red mug" accepts nothing: every object scores ~0, and a
+  threshold (``match_threshold``, calibrated on training wordings, in the card) makes that
+  "no match".
+
+The weights are a ``.npz`` (W1, b1, W2, b2) with a JSON card next to it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Optional, Sequence
+
+import numpy as np
+
+from rlstack_perception.embed import COLOURS, SHAPES, WEIGHTS_DIR
+
+DEFAULT_QUERY_HEAD = WEIGHTS_DIR / "query_head.npz"
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-np.clip(x, -60.0, 60.0)))
+
+
+class QueryHead:
+    """``colour_words``: ground colour names through the xkcd survey (:mod:`rlstack_perception.colour_words`);
+    the head's own colour outputs are used only when the query names no colour the survey knows."""
+
+    def __init__(self, path: os.PathLike | str = DEFAULT_QUERY_HEAD, colour_words: bool = True) -> None:
+        self.path = Path(path)
+        self.colour_rule = None
+        if colour_words:
+            from rlstack_perception import wordings as W
+            from rlstack_perception.colour_words import ColourRule
+
+            self.colour_rule = ColourRule.default()
+            self._not_colours = tuple(w for ws in W.TRAIN_SHAPES.values() for w in ws) + W.TRAIN_CATEGORY
+        if not self.path.is_file():
+            raise FileNotFoundError(f"query head weights not found: {self.path} (train with "
+                                    "python -m rlstack_perception.train_query_head)")
+        try:
+            with np.load(self.path) as d:
+                self.w1, self.b1, self.w2, self.b2 = (np.asarray(d[k], np.float32) for k in ("W1", "b1", "W2", "b2"))
+        except (KeyError, ValueError, OSError) as exc:
+            raise ValueError(f"query head {self.path} could not be read: {exc}") from None
+        if self.w1.ndim != 2 or self.w2.shape != (self.w1.shape[1], len(COLOURS) + len(SHAPES)):
+            raise ValueError(f"query head {self.path}: bad shapes {self.w1.shape}, {self.w2.shape}")
+        self.dim = int(self.w1.shape[0])
+        card = self.path.with_suffix(".json")
+        self.card = json.loads(card.read_text()) if card.is_file() else {}
+        self.threshold = float(self.card.get("match_threshold", 0.5))
+
+    def compat(self, text_embeddings: np.ndarray) -> np.ndarray:
+        """(N, 7) in [0, 1]: colours (``COLOURS``) then shapes (``SHAPES``)."""
+        x = np.atleast_2d(np.asarray(text_embeddings, np.float32))
+        if x.shape[1] != self.dim:
+            raise ValueError(f"query head expects {self.dim}-d text embeddings, got {x.shape[1]}-d "
+                             "(the head is for the MiniLM text space of the crop_cnn embedder)")
+        h = np.maximum(x @ self.w1 + self.b1, 0.0)
+        return _sigmoid(h @ self.w2 + self.b2)
+
+    def query_compat(self, text: str, text_embedding: np.ndarray) -> np.ndarray:
+        """(7,) compatibility of one query: the head, with the colour part from the colour-word rule
+        when the text names a colour."""
+        c = self.compat(text_embedding)[0].copy()
+        if self.colour_rule is not None:
+            cr = self.colour_rule.compat(text, self._not_colours)
+            if cr is not None:
+                c[:len(COLOURS)] = cr
+        return c
+
+    def label_scores(self, text: str, text_embedding: np.ndarray, labels: Sequence[str]) -> np.ndarray:
+        """(len(labels),): p(colour) * p(shape) for labels "colour shape"; 0 for labels it cannot name."""
+        c = self.query_compat(text, text_embedding)
+        out = np.zeros(len(labels), np.float32)
+        for i, lab in enumerate(labels):
+            parts = lab.split()
+            if len(parts) == 2 and parts[0] in COLOURS and parts[1] in SHAPES:
+                out[i] = c[COLOURS.index(parts[0])] * c[len(COLOURS) + SHAPES.index(parts[1])]
+        return out
+
+    @staticmethod
+    def covers(labels: Sequence[str]) -> bool:
+        """Whether every label is one the head can score (colour x shape of our vocabulary)."""
+        return bool(labels) and all(len(l.split()) == 2 and l.split()[0] in COLOURS and l.split()[1] in SHAPES
+                                    for l in labels)
+
+
+def load_default(path: Optional[os.PathLike | str] = None) -> Optional[QueryHead]:
+    """The packaged head, or None if no weights are packaged."""
+    p = Path(path) if path else DEFAULT_QUERY_HEAD
+    return QueryHead(p) if p.is_file() else None

@@ -1,0 +1,237 @@
+"""Query wordings: the held-out evaluation set (a data file) and the training generator.
+
+* :func:`heldout_queries` expands ``wordings/heldout.json``: wordings written before any training
+  of the query side (colour synonyms, shape paraphrases, fillers, word order, category words,
+  absent objects). Nothing here trains on them or calibrates on them.
+* :func:`training_wordings` draws training queries from *its own* word lists and templates
+  (``TRAIN_*`` below); ``test/test_wordings.py`` checks that none of the held-out words, phrases,
+  templates or query strings appear in them.
+
+Targets are multi-label "compatibility" vectors: which of the map's colours (``COLOURS``) and
+shapes (``SHAPES``) the query accepts. A plain query accepts one of each; "the red thing" accepts
+every shape; "the purple cube" accepts no colour and "the red cup" no shape, so no object in the
+map can match it (the "not here" answer).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from rlstack_perception.embed import COLOURS, SHAPES
+
+HELDOUT_FILE = Path(__file__).resolve().parent / "wordings" / "heldout.json"
+
+# ----------------------------------------------------------------------------- training lists
+#: colour words used for training (disjoint from the held-out synonyms)
+TRAIN_COLOURS: Dict[str, Tuple[str, ...]] = {
+    "red": ("red", "ruby", "cherry red", "bright red", "dark red", "tomato red", "vermilion", "cardinal red",
+            "fire-engine red", "red-coloured"),
+    "green": ("green", "lime", "lime green", "olive green", "forest green", "grass green", "bright green",
+              "dark green", "mint green", "green-coloured"),
+    "blue": ("blue", "azure", "cobalt", "royal blue", "dark blue", "light blue", "ocean blue", "cerulean",
+             "ultramarine", "blue-coloured"),
+    "yellow": ("yellow", "lemon", "canary yellow", "sunflower yellow", "bright yellow", "daffodil yellow",
+               "butter yellow", "pale yellow", "lemon yellow", "yellow-coloured"),
+}
+#: shape words used for training (disjoint from the held-out paraphrases)
+TRAIN_SHAPES: Dict[str, Tuple[str, ...]] = {
+    "cube": ("cube", "block", "brick", "square block", "cubic block", "dice", "play block", "wooden block",
+             "cube shape"),
+    "ball": ("ball", "sphere", "round ball", "bouncy ball", "ball-shaped thing", "sphere shape", "rubber ball",
+             "little ball"),
+    "cylinder": ("cylinder", "canister", "pipe", "drum", "pillar", "tin", "roller", "cylinder shape",
+                 "short cylinder"),
+}
+#: category words: accept every shape (with the colour, if any)
+TRAIN_CATEGORY = ("object", "thing", "item", "shape", "piece", "one")
+#: attribute words accepting some shapes
+TRAIN_ATTRIBUTE = {"round": ("ball", "cylinder"), "square": ("cube",), "rolling": ("ball",)}
+#: colours and object kinds that are not in the map (negatives for the "not here" answer)
+TRAIN_ABSENT_COLOURS = ("pink", "white", "black", "brown", "grey", "orange", "magenta",
+                        "tan", "cream", "khaki", "gray", "transparent", "striped", "wooden-brown",
+                        "plum", "mauve", "lilac", "orchid", "aubergine", "fuchsia", "grape", "eggplant", "peach",
+                        "salmon", "olive", "burnt orange")
+TRAIN_ABSENT_KINDS = (
+    "cup", "plate", "shoe", "phone", "chair", "lamp", "pen", "bowl", "key", "hat", "giraffe", "dog", "car", "book",
+    "apple", "fork", "glass", "knife", "towel", "bag", "cat", "robot arm", "toothbrush", "wallet", "umbrella",
+    "clock", "pencil", "bucket", "helmet", "rabbit", "dinosaur", "airplane", "kettle", "sandwich", "watch",
+    "cushion", "bottle opener", "tennis racket", "keyboard", "potted plant", "backpack", "hammer", "carrot",
+    "horse", "cow", "lion", "tiger", "monkey", "bird", "fish", "frog", "turtle", "penguin", "bear", "zebra",
+    "pig", "sheep", "mouse", "snake", "owl", "dolphin", "shark", "whale", "puppy", "kitten", "unicorn",
+    "doll", "kite", "yo-yo", "puzzle", "train set", "model car", "action figure", "rocket", "boat", "truck",
+    "bicycle", "scooter", "drone", "guitar", "flute", "trumpet", "violin", "piano",
+    "table", "sofa", "bed", "desk", "shelf", "door", "window", "curtain", "rug", "blanket", "mirror",
+    "vase", "candle", "picture frame", "light bulb", "plug", "cable", "charger", "headphones", "camera",
+    "laptop", "tablet", "mouse pad", "printer", "television", "speaker", "microphone", "calculator",
+    "stapler", "ruler", "eraser", "notebook", "envelope", "stamp", "coin", "ring", "necklace", "bracelet",
+    "glasses", "sunglasses", "glove", "scarf", "sock", "jacket", "shirt", "trousers", "belt", "boot",
+    "sandal", "comb", "hairbrush", "soap", "sponge", "toilet paper", "shampoo", "razor", "towel rail",
+    "pan", "pot", "saucepan", "ladle", "whisk", "spatula", "cutting board", "napkin", "tray", "lunchbox",
+    "pear", "grape bunch", "strawberry", "lemon slice", "tomato", "potato", "onion", "cucumber", "egg",
+    "bread", "cake", "cookie", "pizza", "cheese", "chocolate bar", "lollipop", "ice cream", "sausage",
+    "leaf", "flower", "tree", "rock", "shell", "feather", "stick", "pine cone",
+)
+#: templates ({c} colour phrase, {s} shape phrase); word order and fillers of our own
+TRAIN_TEMPLATES = (
+    "{c} {s}", "the {c} {s}", "a {c} {s}", "find the {c} {s}", "where is the {c} {s}?", "bring me the {c} {s}",
+    "please bring me the {c} {s}", "get me the {c} {s}", "I need the {c} {s}", "go find the {c} {s}",
+    "pick up the {c} {s}", "show me the {c} {s}", "fetch the {c} {s}", "grab the {c} {s}",
+    "bring the {c} {s} to me", "I'm looking for the {c} {s}", "robot, find the {c} {s}",
+    "help me find the {c} {s}", "look for the {c} {s}", "hand me the {c} {s}", "take the {c} {s} to the table",
+    "the {s} in {c}", "the {s} coloured {c}", "{c}, the {s}", "a {s} of {c} colour", "the {c}-coloured {s}",
+    "please, the {c} {s}", "I want that {c} {s}", "the {c} {s} on the table", "the {c} {s} on the floor",
+    "is there a {c} {s}?", "go get the {c} {s} please", "the {s}: {c}", "where would I find a {c} {s}",
+    "may I have the {c} {s}", "pass me the {c} {s}", "the little {c} {s} near you",
+)
+
+
+@dataclass(frozen=True)
+class Query:
+    text: str
+    column: str                   # trained | colour_synonyms | paraphrases | combined | category | absent
+    colours: Tuple[str, ...]      # accepted colours (empty for absent)
+    shapes: Tuple[str, ...]       # accepted shapes (empty for absent)
+    parts: Tuple[str, ...] = ()   # training only: the list words it was made of (for word-held-out folds)
+
+    @property
+    def labels(self) -> Tuple[str, ...]:
+        return tuple(f"{c} {s}" for c in self.colours for s in self.shapes)
+
+
+def load_heldout(path: Path = HELDOUT_FILE) -> dict:
+    return json.loads(Path(path).read_text())
+
+
+def heldout_queries(path: Path = HELDOUT_FILE) -> List[Query]:
+    """The held-out queries (columns: colour_synonyms, paraphrases, combined, category, absent)."""
+    h = load_heldout(path)
+    out: List[Query] = []
+    for c in COLOURS:
+        for s in SHAPES:
+            for cw in h["colour_synonyms"][c]:
+                for t in h["colour_synonym_templates"]:
+                    out.append(Query(t.format(c=cw, s=s), "colour_synonyms", (c,), (s,)))
+            for sw in (s, *h["shape_paraphrases"][s]):
+                for t in h["paraphrase_templates"]:
+                    out.append(Query(t.format(c=c, s=sw), "paraphrases", (c,), (s,)))
+            for cw in h["colour_synonyms"][c]:
+                for sw in h["shape_paraphrases"][s]:
+                    t = h["paraphrase_templates"][(len(out) * 7) % len(h["paraphrase_templates"])]
+                    out.append(Query(t.format(c=cw, s=sw), "combined", (c,), (s,)))
+    for c in COLOURS:
+        for cat in h["category"]:
+            if "{s}" in cat["template"]:
+                for s in SHAPES:
+                    out.append(Query(cat["template"].format(c=c, s=s), "category", (c,), (s,)))
+            else:
+                out.append(Query(cat["template"].format(c=c), "category", (c,), tuple(cat["shapes"])))
+    a = h["absent"]
+    for i, t in enumerate(a["templates"]):
+        for j, ac in enumerate(a["colours"]):
+            for k, s in enumerate(SHAPES):
+                out.append(Query(t.format(c=ac, s=s), "absent", (), ()))
+        for j, kind in enumerate(a["kinds"]):
+            out.append(Query(t.format(c=COLOURS[(i + j) % 4], s=kind), "absent", (), ()))
+            out.append(Query(t.format(c=a["colours"][(i + j) % len(a["colours"])], s=kind), "absent", (), ()))
+    for kind in a["kinds"]:
+        out.append(Query(f"the {kind}", "absent", (), ()))
+    return list({q.text: q for q in out}.values())
+
+
+def trained_queries() -> List[Query]:
+    """The wordings the map was built around (the old evaluation's 'trained' column)."""
+    return [Query(t.format(c=c, s=s), "trained", (c,), (s,)) for c in COLOURS for s in SHAPES
+            for t in ("{c} {s}", "the {c} {s}")]
+
+
+def target_of(colours: Sequence[str], shapes: Sequence[str]) -> np.ndarray:
+    """(len(COLOURS) + len(SHAPES),) 0/1 compatibility target."""
+    return np.array([c in colours for c in COLOURS] + [s in shapes for s in SHAPES], dtype=np.float32)
+
+
+def training_wordings(n: int, seed: int = 0) -> List[Query]:
+    """``n`` distinct training queries drawn from the training lists (never the held-out ones).
+
+    Mix: ~50 % colour + shape, ~10 % colour + category/attribute, ~5 % shape alone, ~35 % absent
+    (absent colour, absent kind, both, or an absent kind alone).
+    """
+    rng = np.random.default_rng(seed)
+    seen: Dict[str, Query] = {}
+    tries = 0
+    while len(seen) < n and tries < 50 * n:
+        tries += 1
+        t = TRAIN_TEMPLATES[rng.integers(len(TRAIN_TEMPLATES))]
+        u = rng.random()
+        c = COLOURS[rng.integers(4)]
+        s = SHAPES[rng.integers(3)]
+        cw = TRAIN_COLOURS[c][rng.integers(len(TRAIN_COLOURS[c]))]
+        sw = TRAIN_SHAPES[s][rng.integers(len(TRAIN_SHAPES[s]))]
+        no_colour = (t.replace("{c} ", "").replace("{c}-coloured ", "").replace(" in {c}", "")
+                     .replace(" coloured {c}", "").replace(" of {c} colour", "").replace("{c}, ", "")
+                     .replace(": {c}", ""))
+        kind = TRAIN_ABSENT_KINDS[rng.integers(len(TRAIN_ABSENT_KINDS))]
+        ac = TRAIN_ABSENT_COLOURS[rng.integers(len(TRAIN_ABSENT_COLOURS))]
+        if u < 0.50:
+            q = Query(t.format(c=cw, s=sw), "train", (c,), (s,), (cw, sw))
+        elif u < 0.57:
+            q = Query(t.format(c=cw, s=TRAIN_CATEGORY[rng.integers(len(TRAIN_CATEGORY))]), "train", (c,), SHAPES,
+                      (cw,))
+        elif u < 0.60:
+            attr = list(TRAIN_ATTRIBUTE)[rng.integers(len(TRAIN_ATTRIBUTE))]
+            noun = TRAIN_CATEGORY[rng.integers(3)]
+            q = Query(t.format(c=cw, s=f"{attr} {noun}"), "train", (c,), TRAIN_ATTRIBUTE[attr], (cw,))
+        elif u < 0.65:
+            q = Query(no_colour.format(s=sw), "train", COLOURS, (s,), (sw,))
+        elif u < 0.73:
+            q = Query(t.format(c=ac, s=sw), "train_absent", (), (s,), (ac, sw))
+        elif u < 0.88:
+            q = Query(t.format(c=cw, s=kind), "train_absent", (c,), (), (cw, kind))
+        elif u < 0.94:
+            q = Query(t.format(c=ac, s=kind), "train_absent", (), (), (ac, kind))
+        else:
+            q = Query(no_colour.format(s=kind), "train_absent", COLOURS, (), (kind,))
+        if "{" in q.text:
+            continue
+        seen.setdefault(q.text, q)
+    return list(seen.values())
+
+
+def word_folds(k: int = 3, seed: int = 0) -> List[set]:
+    """``k`` disjoint sets of training list words (all but each colour's and shape's first, plain word),
+    for calibrating on words a fold's model never saw."""
+    rng = np.random.default_rng(seed)
+    words = [w for ws in TRAIN_COLOURS.values() for w in ws[1:]] + [w for ws in TRAIN_SHAPES.values() for w in ws[1:]]
+    words += list(TRAIN_ABSENT_COLOURS) + list(TRAIN_ABSENT_KINDS)
+    words = [words[i] for i in rng.permutation(len(words))]
+    return [set(words[i::k]) for i in range(k)]
+
+
+def columns(queries: Sequence[Query]) -> Dict[str, List[Query]]:
+    out: Dict[str, List[Query]] = {}
+    for q in queries:
+        out.setdefault(q.column, []).append(q)
+    return out
+
+
+def iter_words(queries: Sequence[Query]) -> Iterator[str]:
+    for q in queries:
+        yield from q.text.lower().replace(",", " ").replace("?", " ").split()
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(description="Print the held-out query set, per column")
+    ap.parse_args(argv)
+    for col, qs in columns(heldout_queries()).items():
+        print(f"{col}: {len(qs)} queries, e.g. {[q.text for q in qs[:4]]}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,76 @@
+"""The held-out wording set stays out of training (issue 23): no held-out word, phrase, template or
+query string appears in what the training generator produces or in its lists."""
+
+import re
+
+from rlstack_perception import wordings as w
+
+
+def _tokens(text):
+    return set(re.findall(r"[a-z][a-z'-]*", text.lower()))
+
+
+def _train_texts():
+    return [q.text for q in w.training_wordings(6000, seed=0)] + [q.text for q in w.training_wordings(6000, seed=1)]
+
+
+def test_heldout_columns_and_sizes():
+    cols = w.columns(w.heldout_queries())
+    assert set(cols) == {"colour_synonyms", "paraphrases", "combined", "category", "absent"}
+    assert len(cols["colour_synonyms"]) >= 150 and len(cols["paraphrases"]) >= 200 and len(cols["absent"]) >= 100
+    for q in cols["absent"]:
+        assert q.labels == ()
+    for col in ("colour_synonyms", "paraphrases", "combined", "category"):
+        for q in cols[col]:
+            assert q.labels and "{" not in q.text
+
+
+def test_heldout_words_never_in_training():
+    h = w.load_heldout()
+    texts = _train_texts()
+    train_tokens = set().union(*(_tokens(t) for t in texts))
+    joined = "\n".join(t.lower() for t in texts)
+    held_words = [x for v in h["colour_synonyms"].values() for x in v]
+    held_words += [x for v in h["shape_paraphrases"].values() for x in v]
+    held_words += h["absent"]["colours"] + h["absent"]["kinds"] + ["toy", "plaything"]
+    for word in held_words:
+        if " " in word:
+            assert word.lower() not in joined, word
+        else:
+            assert word.lower() not in train_tokens, word
+    lists = [x for v in w.TRAIN_COLOURS.values() for x in v] + [x for v in w.TRAIN_SHAPES.values() for x in v]
+    lists += list(w.TRAIN_ABSENT_COLOURS) + list(w.TRAIN_ABSENT_KINDS) + list(w.TRAIN_CATEGORY)
+    for word in held_words:
+        assert word not in lists, word
+
+
+def test_heldout_fillers_templates_and_queries_never_in_training():
+    h = w.load_heldout()
+    texts = _train_texts()
+    joined = "\n".join(t.lower() for t in texts)
+    for phrase in ("could you", "for me", "over there", "would you mind", "hey robot", "any chance", "thanks",
+                   "that is", "go and get", "the {s}, the {c} one"):
+        assert phrase.replace("{s}", "").replace("{c}", "") not in w.TRAIN_TEMPLATES
+        if "{" not in phrase:
+            assert phrase not in joined, phrase
+    held_t = set(h["colour_synonym_templates"]) | set(h["paraphrase_templates"]) | set(h["absent"]["templates"])
+    held_t -= {"the {c} {s}", "a {c} {s}"}  # the bare forms are not a wording trick
+    assert not held_t & set(w.TRAIN_TEMPLATES)
+    train_set = set(texts)
+    for q in w.heldout_queries():
+        if q.column != "trained":
+            assert q.text not in train_set, q.text
+
+
+def test_training_targets():
+    qs = w.training_wordings(2000, seed=3)
+    assert len(qs) == 2000 and len({q.text for q in qs}) == 2000
+    kinds = {q.column for q in qs}
+    assert kinds == {"train", "train_absent"}
+    for q in qs:
+        t = w.target_of(q.colours, q.shapes)
+        assert t.shape == (7,)
+        if q.column == "train":
+            assert t[:4].any() and t[4:].any()
+        else:
+            assert not (t[:4].any() and t[4:].any())
