@@ -49,7 +49,7 @@ from rlstack_nav.map_io import MapFormatError, load_map
 from rlstack_nav.nav_core import NavCore, NavOutputs
 from rlstack_nav.navigator import Code, NavResult, Navigator
 from rlstack_nav.parameters import PARAMS, nav_params
-from rlstack_nav.transforms import se2_compose, se2_inverse, stamp_s, tf_to_matrix  # noqa: F401 (their old home)
+from rlstack_nav.transforms import stamp_s, tf_to_matrix
 
 LATCHED = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
