@@ -1,0 +1,168 @@
+"""Unit tests of the bridge's core (rlstack_sim.core) on the real PyBullet backend, no ROS."""
+
+import math
+
+import pytest
+
+from sim_bridges import Capability, make_scene, scene_names
+
+from rlstack_sim.commands import VelocityLimiter
+from rlstack_sim.config import ConfigError, RateMeter
+from rlstack_sim.core import (BaseOdometry, CommandHandler, Stepper, apply_reset, check_reset, diagnostic_values,
+                              make_backend)
+from rlstack_sim.parameters import bridge_parameters, depth_noise, odometry_errors
+
+PERIOD = 1.0 / 60.0
+
+
+class Log:
+    def __init__(self):
+        self.info, self.warning = [], []
+
+
+def bridge(scene: str, mode: str = "lockstep", timeout: float = 0.5, k_state=1, k_gt=6, k_cam=None):
+    """(sim, commands, stepper, log, channels) the way the node wires them, on ``scene``."""
+    sim = make_backend("pybullet", scene, physics_rate_hz=240.0, control_rate_hz=60.0, gui=False)
+    sim.load_scene(scene, seed=0)
+    log = Log()
+    now = {"t": 0.0}
+    cmd = CommandHandler(sim, VelocityLimiter(1.0, 2.0, 1.0, 3.0), timeout, 0.05,
+                         lambda: sim.sim_time, log.info.append, log.warning.append)
+    channels = cmd.configure(make_scene(scene), sim.joint_limits(), sim.capabilities, Capability)
+    stepper = Stepper(sim, cmd, mode, PERIOD, k_state, k_gt, k_cam, False)
+    return sim, cmd, stepper, log, channels, now
+
+
+@pytest.fixture
+def cartpole():
+    sim, *rest = bridge("cartpole")
+    yield (sim, *rest)
+    sim.close()
+
+
+@pytest.fixture
+def home():
+    sim, *rest = bridge("home")
+    yield (sim, *rest)
+    sim.close()
+
+
+def test_channels_follow_the_scene(cartpole, home):
+    assert cartpole[4] == ["cart_force"]
+    assert cartpole[1].watchdog.channels == ("cart",)
+    assert home[4][0] == "cmd_vel" and "gripper" in home[4] and "cart_force" not in home[4]
+    assert home[1].watchdog.channels[0] == "base"
+
+
+def test_bad_commands_are_counted_not_applied(cartpole):
+    sim, cmd, stepper, log, _, _ = cartpole
+    cmd.cart_force(math.nan)
+    cmd.cart_force(1e9)
+    cmd.cart_force(math.nan)
+    assert cmd.rejects.counts == {"cart_force/non_finite": 2, "cart_force/out_of_range": 1}
+    assert cmd.commands_received == 0
+    assert len(log.warning) == 2   # once per kind per period
+    cmd.cart_force(1.0)
+    assert cmd.commands_received == 1 and cmd.watchdog.state("cart") == "active"
+
+
+def test_watchdog_puts_a_stale_channel_in_its_safe_state_in_sim_time(cartpole):
+    sim, cmd, stepper, log, _, _ = cartpole
+    cmd.cart_force(5.0)
+    published = []
+    stepper.run(20, lambda: published.append(stepper.steps))   # 0.33 s < 0.5 s
+    assert cmd.watchdog.state("cart") == "active"
+    stepper.run(20, lambda: None)
+    assert cmd.watchdog.state("cart") == "timed_out" and cmd.watchdog.timeouts == 1
+    assert any("no 'cart' command" in w for w in log.warning)
+    # the deadline splits the batch: the watchdog fired at 0.5 s of sim time, not at the end of the run
+    assert stepper.steps == 40 and sim.sim_time == pytest.approx(40 * PERIOD)
+
+
+def test_base_commands_clip_ramp_and_stop(home):
+    sim, cmd, stepper, log, _, _ = home
+    cmd.cmd_vel(5.0, 0.0, (0.0, 0.0, 0.0, 0.0))
+    assert cmd.clipped == {"cmd_vel": 1} and cmd.limiter.target == (1.0, 0.0)
+    stepper.run(6, lambda: None)
+    assert cmd.limiter.current[0] == pytest.approx(6 * PERIOD * 1.0)   # 1 m/s^2 ramp
+    cmd.cmd_vel(0.2, math.inf, ())
+    assert cmd.rejects.counts == {"cmd_vel/non_finite": 1}
+
+
+def test_gripper_logs_changes_only(home):
+    sim, cmd, stepper, log, _, _ = home
+    cmd.gripper(True)
+    cmd.gripper(True)
+    cmd.gripper(False)
+    assert log.info == ["gripper: open", "gripper: close"]
+    assert cmd.commands_received == 3
+
+
+def test_stepper_schedules_streams_and_resets(cartpole):
+    sim, cmd, stepper, *_ = cartpole
+    assert stepper.due(force=True) == ["clock", "state", "ground_truth"]
+    assert stepper.due() == []
+    published = []
+    stepper.run(12, lambda: published.append((stepper.steps, stepper.due())), publish_inside=True)
+    assert published[5] == (6, ["clock", "state", "ground_truth"])
+    assert published[0] == (1, ["clock", "state"])
+    stepper.reset()
+    assert stepper.steps == 0 and stepper.steps_total == 12
+
+
+def test_pause_and_realtime_factor(cartpole):
+    sim, cmd, stepper, *_ = cartpole
+    assert stepper.set_paused(True) == "paused" and stepper.paused
+    assert stepper.set_paused(False) == "running"
+    assert stepper.realtime_factor(100.0) == 0.0
+    stepper.run(60, lambda: None)
+    assert stepper.realtime_factor(102.0) == pytest.approx(0.5)
+
+
+def test_reset_requests():
+    assert check_reset("nowhere", scene_names(), 0, 0).startswith("unknown scene 'nowhere'")
+    assert "differ in length" in check_reset("home", scene_names(), 2, 1)
+    assert check_reset("home", scene_names(), 1, 1) == ""
+
+
+def test_apply_reset_reports_and_recovers(cartpole):
+    sim = cartpole[0]
+    assert apply_reset(sim, "cartpole", lambda: "cartpole", 3, [], lambda *_: None) == ""
+    failed = apply_reset(sim, "cartpole", lambda: "cartpole", 3, [("no_such_object", [0, 0, 0], [0, 0, 0, 1])],
+                         lambda *_: None)
+    assert failed.startswith("reset failed:")
+    loads = []
+    apply_reset(sim, "ball_plate", lambda: "cartpole", 1, [], lambda s, seed: loads.append((s, seed)))
+    assert loads == [("ball_plate", 1)]
+
+
+def test_diagnostics_values(cartpole):
+    sim, cmd, stepper, *_ = cartpole
+    cmd.cart_force(math.nan)
+    meters = {k: RateMeter() for k in ("state", "ground_truth", "step_calls")}
+    warn, message, values = diagnostic_values(stepper, cmd, "cartpole", 60.0, meters, {}, 1.0)
+    assert not warn and message == "lockstep, rtf 0.00"
+    assert values["rejected.cart_force/non_finite"] == "1" and values["watchdog"] == "cart=idle"
+    assert list(values)[-1] == "base_stalls"
+
+
+def test_wheel_odometry_drifts_from_the_truth(home):
+    sim, cmd, stepper, *_ = home
+    values = {p.name: p.default for p in bridge_parameters(scene_names(), ("pybullet",))}
+    odo = BaseOdometry(sim, True, odometry_errors(values), seed=0)
+    assert odo.configure(make_scene("home"), True)
+    odo.reset(True)
+    first, cov = odo.get(0)
+    truth = sim.base_odometry()
+    assert cov is not None and first.pose.position[0] == pytest.approx(truth.pose.position[0])
+    assert odo.get(0)[0] is first   # once per step
+    assert BaseOdometry(sim, False, odometry_errors(values), 0).get(0)[1] is None
+
+
+def test_parameters_and_backend_errors():
+    values = {p.name: p.default for p in bridge_parameters(scene_names(), ("pybullet",))}
+    assert len(values) == 34 and not depth_noise(values).enabled
+    ranged = [p for p in bridge_parameters(scene_names(), ("pybullet",)) if p.min_value is not None]
+    assert all(p.min_value <= p.default <= p.max_value for p in ranged)
+    with pytest.raises(ConfigError, match="does not build scene"):
+        make_backend("mujoco", "home")
