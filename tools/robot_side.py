@@ -31,12 +31,13 @@ BLOCKED = ("torch", "stable_baselines3", "sb3_contrib", "gymnasium", "pybullet",
 ROBOT_PACKAGES = ("rlstack_bundle", "rlstack_common", "rlstack_policy", "rlstack_nav", "rlstack_perception",
                   "rlstack_mission", "rlstack_launch", "rlstack_adapters", "rlstack_localization")
 #: modules of robot-side packages that belong to the workstation: evaluation against the
-#: simulator, demo recording/video, training the crop embedder, and the optional SAM / CLIP
+#: simulator, demo recording/video, training the crop embedder and the query head, and the optional SAM / CLIP
 #: perception backends (user checkpoints on torch; the default backends need none of it)
 WORKSTATION_MODULES = frozenset({
     "rlstack_nav.evaluate", "rlstack_nav.home_map", "rlstack_localization.evaluate",
     "rlstack_perception.evaluate", "rlstack_perception.evaluate_grasp_pose", "rlstack_perception.simtools",
-    "rlstack_perception.train_embedder", "rlstack_perception.backends.sam", "rlstack_perception.backends.clip",
+    "rlstack_perception.train_embedder", "rlstack_perception.train_query_head",
+    "rlstack_perception.backends.sam", "rlstack_perception.backends.clip",
     "rlstack_perception.backends._torchvision_compat",
     "rlstack_mission.evaluate", "rlstack_mission.harness", "rlstack_mission.layouts", "rlstack_mission.overhead",
     "rlstack_mission.recording", "rlstack_mission.video",
