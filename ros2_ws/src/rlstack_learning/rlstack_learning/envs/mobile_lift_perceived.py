@@ -53,7 +53,7 @@ import numpy as np
 from rlstack_bundle import derive as ops
 from rlstack_bundle.terms import ObsTerm, Source
 from .lift import HOLD_HEIGHT, HOLD_STEPS, LIFT_HEIGHT, MAX_DELTA
-from .mobile_lift import BASE_FRAME, MobileLiftEnv, _inverse, in_base_frame
+from .mobile_lift import MobileLiftEnv, _inverse, in_base_frame
 
 
 @dataclass(frozen=True)
@@ -274,7 +274,6 @@ def perceived_expert(env: Optional[MobileLiftPerceivedEnv] = None):
         commanded_open = float(obs[10]) > 0.5
         h = ee[2] - target[2]
         dxy = float(np.linalg.norm((target - ee)[:2]))
-        above = np.array([target[0], target[1], target[2] + 0.06])
         if commanded_open:
             grip = 1.0
             if width >= OPEN_WIDTH and h < 0.008 and dxy < 0.0065:
