@@ -306,8 +306,8 @@ class RosPorts:
             return None if entry is None else float(entry[0][2])
         return None
 
-    def _perceived_pose(self, target: Match) -> Tuple[np.ndarray, np.ndarray, str]:
-        """The grasp_pose service's estimate of ``target`` (position, quaternion, frame); up to
+    def _perceived_pose(self, target: Match) -> Tuple[np.ndarray, np.ndarray, str, bool]:
+        """The grasp_pose service's estimate of ``target`` (position, quaternion, frame, round); up to
         ``grasp_pose_attempts`` tries, the robot still, then GraspRefused with the last reason."""
         client = self.n.grasp_pose_client
         if not client.wait_for_service(timeout_sec=10.0):
@@ -331,24 +331,26 @@ class RosPorts:
                                        wrong_object=True)
                 p, q = reply.pose.pose.position, reply.pose.pose.orientation
                 return (np.array([p.x, p.y, p.z]), np.array([q.x, q.y, q.z, q.w]),
-                        reply.pose.header.frame_id or self.n.base_frame)
+                        reply.pose.header.frame_id or self.n.base_frame, bool(reply.symmetric))
             reason = reply.reason
             self.n.get_logger().warning(f"grasp pose of '{target.label}', try {attempt + 1}: {reason}")
         raise GraspRefused(reason or "no estimate")
 
-    def _hold_target_estimate(self, target: Match) -> None:
-        """Robot mode: look (the arm out of the camera's view), estimate the grasp pose, hold it in odom."""
+    def _hold_target_estimate(self, target: Match) -> bool:
+        """Robot mode: look (the arm out of the camera's view), estimate the grasp pose, hold it in odom.
+        Returns whether the object is round (its yaw means nothing)."""
         self.n.held_target = None
         self._move_ee(self.n.look_arm_point, 4.0, gripper_open=True)
         self._sim_sleep(0.3)   # frames taken with the arm away
         try:
-            pos, quat, frame = self._perceived_pose(target)
+            pos, quat, frame, symmetric = self._perceived_pose(target)
         finally:
             self._move_ee(self.n.carry_point, 4.0, gripper_open=True)   # where the lift policy starts
         try:
             self.n.held_target = to_frame(self.n.tf, pos, quat, frame, self.n.odom_frame)
         except KeyError as exc:
             raise MissionAborted(FetchCode.ERROR, f"cannot hold the grasp target in '{self.n.odom_frame}': {exc}")
+        return symmetric
 
     def estimate_target(self, target: Match) -> GraspOutcome:
         """Robot mode: estimate the grasp pose now and hold it in odom for the next :meth:`grasp`
@@ -356,10 +358,15 @@ class RosPorts:
         if self.n.grasp_source != "perception":
             return GraspOutcome(True)
         try:
-            self._hold_target_estimate(target)
+            symmetric = self._hold_target_estimate(target)
         except GraspRefused as exc:
             return GraspOutcome(False, f"no grasp pose: {exc}", wrong_object=exc.wrong_object)
-        return GraspOutcome(True)
+        pos, quat = self.n.held_target
+        try:
+            pos, quat = to_frame(self.n.tf, pos, quat, self.n.odom_frame, self.n.map_frame)
+        except KeyError:
+            pass   # no map -> odom on /tf (no localiser): map = odom, as base_pose() takes it
+        return GraspOutcome(True, xy=(float(pos[0]), float(pos[1])), yaw=None if symmetric else yaw_of(quat))
 
     def grasp(self, target: Match, estimate: bool = True) -> GraspOutcome:
         """Run the lift controller and judge the lift.
