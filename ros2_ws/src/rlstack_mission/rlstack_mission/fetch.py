@@ -310,15 +310,8 @@ def plan_floor_approaches(mask: np.ndarray, resolution: float, origin: Tuple[flo
     none is free (the object lies against a wall or under furniture).
     """
     n = params.approach_headings
-    free: List[Approach] = []
-    for k in range(n):
-        theta = 2.0 * math.pi * k / n
-        c, s = math.cos(theta), math.sin(theta)
-        sx, sy = x + params.floor_view_distance * c, y + params.floor_view_distance * s
-        gx, gy = x + params.floor_grasp_distance * c, y + params.floor_grasp_distance * s
-        if clearance(mask, resolution, origin, sx, sy, robot_radius) and \
-                clearance(mask, resolution, origin, gx, gy, robot_radius):
-            free.append(Approach(Pose2D(sx, sy, math.atan2(-s, -c)), 0.0, x, y, c, s, on_floor=True))
+    free = [a for a in (_floor_approach(mask, resolution, origin, x, y, 2.0 * math.pi * k / n, params, robot_radius)
+                        for k in range(n)) if a is not None]
     if near is not None:
         free.sort(key=lambda a: math.hypot(a.staging.x - near[0], a.staging.y - near[1]))
     picked: List[Approach] = []
@@ -336,6 +329,21 @@ def plan_floor_approaches(mask: np.ndarray, resolution: float, origin: Tuple[flo
 FLOOR_APPROACHES_AFTER = 3
 
 
+def _floor_approach(mask: np.ndarray, resolution: float, origin: Tuple[float, float], x: float, y: float,
+                    out: float, params: FetchParams, robot_radius: float) -> Optional[Approach]:
+    """The approach to an object on the floor at (x, y) from direction ``out`` (object -> robot, rad):
+    the viewing pose ``floor_view_distance`` out, facing it, when both it and the grasp stand
+    ``floor_grasp_distance`` out are free for the robot's footprint (the base drives straight in
+    between); else None."""
+    c, s = math.cos(out), math.sin(out)
+    sx, sy = x + params.floor_view_distance * c, y + params.floor_view_distance * s
+    gx, gy = x + params.floor_grasp_distance * c, y + params.floor_grasp_distance * s
+    if not (clearance(mask, resolution, origin, sx, sy, robot_radius) and
+            clearance(mask, resolution, origin, gx, gy, robot_radius)):
+        return None
+    return Approach(Pose2D(sx, sy, math.atan2(-s, -c)), 0.0, x, y, c, s, on_floor=True)
+
+
 def wrap_quarter(angle: float) -> float:
     """An angle mod 90 deg, in [-pi/4, pi/4)."""
     q = math.pi / 2.0
@@ -349,20 +357,14 @@ def square_floor_approach(mask: np.ndarray, resolution: float, origin: Tuple[flo
     the free one nearest to ``near``, or None. Why: the gripper keeps a fixed yaw, so a cube turned
     near 45 deg to the approach is grasped across its corners (7.1 cm between the fingers), where
     the lift failed over ROS (a floor fetch: "not lifted within 14 s" twice, from a 45 deg approach)."""
-    best: Optional[Approach] = None
-    best_d = math.inf
-    for k in range(4):
-        heading = yaw + k * math.pi / 2.0            # the robot faces the cube along this direction
-        c, s = -math.cos(heading), -math.sin(heading)   # from the object out towards the robot
-        sx, sy = x + params.floor_view_distance * c, y + params.floor_view_distance * s
-        gx, gy = x + params.floor_grasp_distance * c, y + params.floor_grasp_distance * s
-        if not (clearance(mask, resolution, origin, sx, sy, robot_radius) and
-                clearance(mask, resolution, origin, gx, gy, robot_radius)):
-            continue
-        d = math.hypot(sx - near[0], sy - near[1]) if near is not None else float(k)
-        if d < best_d:
-            best, best_d = Approach(Pose2D(sx, sy, math.atan2(-s, -c)), 0.0, x, y, c, s, on_floor=True), d
-    return best
+    # facing a face: the robot looks along yaw + k * 90 deg, so it stands out along the opposite
+    faces = [a for a in (_floor_approach(mask, resolution, origin, x, y, yaw + math.pi + k * math.pi / 2.0, params,
+                                         robot_radius) for k in range(4)) if a is not None]
+    if not faces:
+        return None
+    if near is None:
+        return faces[0]
+    return min(faces, key=lambda a: math.hypot(a.staging.x - near[0], a.staging.y - near[1]))
 
 
 def alternate_viewpoints(mask: np.ndarray, resolution: float, origin: Tuple[float, float], goal: Pose2D,

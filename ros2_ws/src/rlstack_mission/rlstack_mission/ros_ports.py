@@ -384,11 +384,10 @@ class RosPorts:
             return GraspOutcome(False, f"no object within {self.n.target_match_radius:g} m of the perceived "
                                 f"'{target.label}' (a false detection?)")
         self.n.target_name = name or None
-        if self.n.grasp_source == "perception" and (estimate or self.n.held_target is None):
-            try:
-                self._hold_target_estimate(target)
-            except GraspRefused as exc:
-                return GraspOutcome(False, f"no grasp pose: {exc}", wrong_object=exc.wrong_object)
+        if estimate or self.n.held_target is None:
+            estimated = self.estimate_target(target)   # robot mode only; the ablation needs none
+            if not estimated.ok:
+                return estimated
         self._sim_sleep(2 * self.period)  # the policy sees a fresh target before it starts
         rest_z = self._target_height(name)
         # The robot-mode lift reads the gripper's last command (/arm/gripper) to know whether it has
