@@ -414,7 +414,18 @@ class SimBackend(abc.ABC):
 
     # ------------------------------------------------- optional robot features
     def set_end_effector_delta(self, dx: float, dy: float, dz: float) -> None:
-        """Move the arm end effector by a Cartesian delta (m, arm base frame) via IK."""
+        """Move the arm end effector by a Cartesian delta (m, arm base frame) via IK.
+
+        The gripper points down, turned about the arm base's vertical by the wrist yaw last set
+        with :meth:`set_end_effector_yaw` (0 after a reset)."""
+        raise self._not_supported(Capability.END_EFFECTOR_DELTA)
+
+    def set_end_effector_yaw(self, yaw: float) -> None:
+        """Turn the downward-pointing gripper to ``yaw`` (rad) about the arm base's vertical,
+        relative to the arm's straight-down pose, and hold the grasp point where it is. Latched:
+        every later :meth:`set_end_effector_delta` keeps this yaw, until the next call or a reset.
+        Part of the end-effector-delta capability; ``|yaw|`` beyond pi/2 is refused (ValueError):
+        a two-finger gripper is symmetric under a half turn."""
         raise self._not_supported(Capability.END_EFFECTOR_DELTA)
 
     def set_gripper(self, open: bool) -> None:  # noqa: A002 - name fixed by the contract

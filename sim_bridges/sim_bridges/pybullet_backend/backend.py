@@ -40,6 +40,11 @@ _MOVABLE = (p.JOINT_REVOLUTE, p.JOINT_PRISMATIC)
 #: Target speed used to turn a velocity motor into a pure force source (see set_cart_force).
 _FORCE_MODE_SPEED = 1.0e3
 _IDENTITY = ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0))
+#: turning the last arm joint by +a turns a downward-pointing gripper by WRIST_SIGN * a about the
+#: arm base's z (its axis points down: the two turn opposite ways)
+WRIST_SIGN = -1.0
+#: rad/s of a wrist turn (set_end_effector_yaw): 45 deg in ~0.4 s
+WRIST_TURN_SPEED = 2.0
 
 
 @dataclass
@@ -133,6 +138,7 @@ class PyBulletBackend(SimBackend):
         self._physics_steps = 0
         self._mobile: Optional[_Robot] = None
         self._arm: Optional[_Robot] = None
+        self._ee_yaw = 0.0   # latched wrist yaw of set_end_effector_yaw (rad); 0 after a reset
         self._cart: Optional[_Robot] = None
         self._plate: Optional[_Robot] = None
 
@@ -320,6 +326,7 @@ class PyBulletBackend(SimBackend):
         if self._stepped_since_build and self._reset_mode == "rebuild":
             self._build_world(self._spec)
         p.restoreState(self._snapshot, physicsClientId=cid)
+        self._ee_yaw = 0.0
         rng = np.random.default_rng(seed)
         for robot in self._robots:
             spec = robot.spec
@@ -609,12 +616,54 @@ class PyBulletBackend(SimBackend):
         delta = np.array([dx, dy, dz], dtype=np.float64)
         if not np.all(np.isfinite(delta)):
             raise ValueError(f"end-effector delta must be finite, got {delta.tolist()}")
+        self._solve_end_effector(delta)
+
+    def set_end_effector_yaw(self, yaw: float) -> None:
+        """Latch the wrist yaw (see the contract) and re-solve the IK at the current grasp point."""
+        self.require(Capability.END_EFFECTOR_DELTA)
+        yaw = float(yaw)
+        if not (math.isfinite(yaw) and abs(yaw) <= math.pi / 2 + 1e-9):
+            raise ValueError(f"end-effector yaw must be finite and within +-pi/2 rad, got {yaw}")
+        cid, robot = self._cid, self._arm
+        arm = robot.spec.arm
+        # The last arm joint rolls the gripper about its own axis, which points down through the
+        # grasp point: turning that joint alone turns the gripper in place. (An IK solve to the
+        # turned orientation swings the whole arm on the way and the grasp point wanders ~15 cm.)
+        turn = yaw - self._measured_ee_yaw()
+        names = list(arm.joints)
+        positions = [s[0] for s in p.getJointStates(robot.body, [robot.joints[n].index for n in names],
+                                                    physicsClientId=cid)]
+        wrist = robot.joints[names[-1]]
+        positions[-1] = min(max(positions[-1] + WRIST_SIGN * turn, wrist.lower), wrist.upper)
+        self._ee_yaw = yaw
+        joints = [robot.joints[n] for n in names]
+        self._position_control(robot.body, joints[:-1], positions[:-1])
+        # at a bounded speed: the light wrist under a bare position motor overshoots a large turn
+        # by 40 deg and rings for seconds
+        p.setJointMotorControl2(robot.body, wrist.index, p.POSITION_CONTROL, targetPosition=positions[-1],
+                                force=wrist.max_force, maxVelocity=WRIST_TURN_SPEED, physicsClientId=cid)
+
+    def _measured_ee_yaw(self) -> float:
+        """The gripper's yaw about the arm base's z now, relative to the straight-down pose."""
+        robot = self._arm
+        arm = robot.spec.arm
+        _, base_orn = self._link_pose(robot, arm.base_link)
+        _, ee_orn = self._link_pose(robot, arm.ee_link)
+        _, rel = p.multiplyTransforms((0, 0, 0), p.invertTransform((0, 0, 0), base_orn)[1], (0, 0, 0), ee_orn)
+        _, turn = p.multiplyTransforms((0, 0, 0), rel, (0, 0, 0), p.invertTransform((0, 0, 0), arm.ee_down)[1])
+        m = quat_to_matrix(turn)
+        return math.atan2(m[1, 0], m[0, 0])
+
+    def _solve_end_effector(self, delta: np.ndarray, refine: int = 0) -> None:
         cid, robot = self._cid, self._arm
         arm = robot.spec.arm
         base_pos, base_orn = self._link_pose(robot, arm.base_link)
         ee_pos = p.getLinkState(robot.body, robot.links[arm.ee_link], computeForwardKinematics=1, physicsClientId=cid)[4]
         target = np.asarray(ee_pos) + quat_to_matrix(base_orn) @ delta
-        _, target_orn = p.multiplyTransforms((0, 0, 0), base_orn, (0, 0, 0), arm.ee_down)
+        # straight down, turned about the arm base's z by the latched wrist yaw
+        turn = (0.0, 0.0, math.sin(self._ee_yaw / 2), math.cos(self._ee_yaw / 2))
+        _, down = p.multiplyTransforms((0, 0, 0), turn, (0, 0, 0), arm.ee_down)
+        _, target_orn = p.multiplyTransforms((0, 0, 0), base_orn, (0, 0, 0), down)
         joints = list(robot.joints.values())
         current = [s[0] for s in p.getJointStates(robot.body, robot.joint_indices, physicsClientId=cid)]
         # PyBullet's IK takes every movable joint of the body. Joints that do not move the end
@@ -623,12 +672,17 @@ class PyBulletBackend(SimBackend):
         # +-2 pi limits with a rest pose outside them cripple the null-space solution (the
         # arm then moves a tenth of each commanded step).
         moves_ee = set(arm.joints)
+        # The null space pulls towards the rest pose; a turned wrist has its rest turned with it
+        # (the last arm joint rolls the gripper about its own axis, which points down), or the
+        # pull fights the yaw and the grasp point wanders.
+        wrist = arm.joints[-1]
         lower, upper, rest = [], [], []
         for i, j in enumerate(joints):
             if j.name in moves_ee:
                 lower.append(j.lower if math.isfinite(j.lower) else -2 * math.pi)
                 upper.append(j.upper if math.isfinite(j.upper) else 2 * math.pi)
-                rest.append(robot.spec.initial_positions.get(j.name, current[i]))
+                rest.append(robot.spec.initial_positions.get(j.name, current[i])
+                            + (WRIST_SIGN * self._ee_yaw if j.name == wrist else 0.0))
             else:
                 lower.append(current[i] - math.pi)
                 upper.append(current[i] + math.pi)
@@ -646,6 +700,14 @@ class PyBulletBackend(SimBackend):
             residualThreshold=1e-5,
             physicsClientId=cid,
         )
+        for _ in range(refine):
+            # PyBullet's IK is one damped step from the current state: a large change of
+            # orientation (a wrist turn) needs a few, each started where the last ended
+            solution = p.calculateInverseKinematics(
+                robot.body, robot.links[arm.ee_link], target.tolist(), target_orn,
+                lowerLimits=lower, upperLimits=upper, jointRanges=[u - l for l, u in zip(lower, upper)],
+                restPoses=rest, currentPositions=list(solution), maxNumIterations=50,
+                residualThreshold=1e-5, physicsClientId=cid)
         order = {j.name: i for i, j in enumerate(joints)}
         arm_joints = [robot.joints[n] for n in arm.joints]
         targets = [min(max(solution[order[j.name]], j.lower), j.upper) for j in arm_joints]

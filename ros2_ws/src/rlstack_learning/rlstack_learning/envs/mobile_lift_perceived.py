@@ -45,6 +45,7 @@ here and served by the fetch in robot mode; ``policies/mobile_lift`` (live desig
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
@@ -144,11 +145,13 @@ class MobileLiftPerceivedEnv(MobileLiftEnv):
         "behind; longer delays are outside what was trained.")
 
     def __init__(self, target_source: str = "perceived", perception_error=None, floor_fraction: float = 0.5,
-                 **kwargs) -> None:
+                 align_wrist: bool = True, **kwargs) -> None:
         """:param target_source: ``perceived`` (held estimate; robot mode) or ``live`` (true pose every step).
         :param perception_error: a :class:`PerceptionError`, a mapping of its fields, or None (defaults).
         :param floor_fraction: share of episodes with the cubes on the floor instead of the table (0..1),
-            chosen from each episode's seed."""
+            chosen from each episode's seed.
+        :param align_wrist: before the episode's first step, turn the gripper to face the estimate's
+            sides (:func:`wrist_yaw_for`), as the fetch mission does before it starts the policy."""
         if target_source not in ("perceived", "live"):
             raise ValueError(f"target_source must be 'perceived' or 'live', got {target_source!r}")
         if not (np.isfinite(floor_fraction) and 0.0 <= floor_fraction <= 1.0):
@@ -158,6 +161,7 @@ class MobileLiftPerceivedEnv(MobileLiftEnv):
         if isinstance(perception_error, dict):
             perception_error = PerceptionError(**perception_error)
         self.target_source = target_source
+        self.align_wrist = bool(align_wrist)
         self.perception_error = PerceptionError() if perception_error is None else perception_error
         self._held_target: Optional[Tuple[np.ndarray, Tuple[float, ...]]] = None   # (position, quat) in odom
         super().__init__(**kwargs)
@@ -201,6 +205,11 @@ class MobileLiftPerceivedEnv(MobileLiftEnv):
         r_base = _inverse(bp, bq)[0].T   # base_link -> odom rotation
         self._held_target = (np.asarray(bp, np.float64) + r_base @ est_pos,
                              ops.quat_mul(tuple(float(v) for v in bq), est_quat))
+        if self.align_wrist:
+            # fingers square to the estimated cube's sides: without this a cube turned ~45 deg is
+            # grasped across its corners, and a step or two of lag knocks it (tools/lift_delay_sweep.py)
+            self.sim.set_end_effector_yaw(wrist_yaw_for(ops.yaw(est_quat)))
+            self.sim.step(WRIST_SETTLE_STEPS)
 
     def observed_target(self):
         """What /grasp_target carries this step: the held estimate in the current base_link, or the true pose."""
@@ -233,6 +242,18 @@ class MobileLiftPerceivedEnv(MobileLiftEnv):
         return reward, success, {"is_success": success, "lifted": float(lifted), "held_steps": self._held}
 
 
+#: control steps the episode start waits for the wrist to turn (at most 45 deg: ~0.4 s at 2 rad/s)
+WRIST_SETTLE_STEPS = 12
+
+
+def wrist_yaw_for(target_yaw: float) -> float:
+    """The gripper yaw (rad, about base_link z, for ``/arm/ee_yaw``) that squares the fingers to a cube
+    turned ``target_yaw``: the cube's yaw mod 90 deg, in [-pi/4, pi/4). The policy sees the cube's yaw,
+    so it knows the wrist's."""
+    q = math.pi / 2.0
+    return (float(target_yaw) + q / 2.0) % q - q / 2.0
+
+
 #: fingers this far apart or more: fully open (a 5 cm cube held across its corners keeps them ~7.1 cm apart)
 OPEN_WIDTH = 0.075
 #: fingers this close or closer: closed on nothing
@@ -241,7 +262,7 @@ EMPTY_WIDTH = 0.01
 #: to a 5 cm cube's faces in ~3 steps, and a cube held across its corners keeps them ~7.1 cm apart)
 CLOSING_WIDTH = 0.072
 #: the expert moves this fraction of the way to its goal per step (< 1: no overshoot with 1-2 steps of lag)
-EXPERT_GAIN = 0.6
+EXPERT_GAIN = 0.4
 
 
 def perceived_expert(env: Optional[MobileLiftPerceivedEnv] = None):
