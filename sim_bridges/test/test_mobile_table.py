@@ -160,3 +160,44 @@ def test_the_two_fingers_mirror_each_other(scene_cache):
         sim.step(1)
     a, b = (p.getJointState(body, j, physicsClientId=cid)[0] for j in fingers)
     assert a > 0.02 and b == pytest.approx(a, abs=0.003), (a, b)
+
+
+def _gripper_yaw_deg(p, cid, body, ee) -> float:
+    """Heading of the downward gripper's x axis in the world (the base starts facing +x)."""
+    m = np.array(p.getMatrixFromQuaternion(p.getLinkState(body, ee, computeForwardKinematics=1,
+                                                          physicsClientId=cid)[5])).reshape(3, 3)
+    return float(np.degrees(np.arctan2(m[1, 0], m[0, 0])))
+
+
+def test_wrist_yaw_turns_the_gripper_in_place_and_later_steps_keep_it(scene_cache):
+    """set_end_effector_yaw squares the fingers to a turned cube: the gripper turns about its own axis
+    (the grasp point stays within 5 mm), end-effector steps afterwards keep the yaw, a reset forgets it,
+    and a yaw beyond a half turn's symmetry is refused."""
+    import pybullet as p
+
+    sim = scene_cache("mobile_table")
+    cid = sim.client_id
+    body, ee = _body_and_link(p, cid, b"mobile_manipulator", b"panda_grasptarget")
+    sim.reset(0)
+    sim.step(10)
+    start = np.array(p.getLinkState(body, ee, computeForwardKinematics=1, physicsClientId=cid)[4])
+    for yaw_deg in (40.0, -45.0):
+        sim.set_end_effector_yaw(np.radians(yaw_deg))
+        sim.step(60)   # 1 s at the scene's 60 Hz: a turn runs at 2 rad/s
+        pos = np.array(p.getLinkState(body, ee, computeForwardKinematics=1, physicsClientId=cid)[4])
+        assert _gripper_yaw_deg(p, cid, body, ee) == pytest.approx(yaw_deg, abs=1.5)
+        assert np.linalg.norm(pos - start) < 0.005
+    for _ in range(20):
+        sim.set_end_effector_delta(0.0, 0.0, -0.005)
+        sim.step(1)
+    pos = np.array(p.getLinkState(body, ee, computeForwardKinematics=1, physicsClientId=cid)[4])
+    assert pos[2] < start[2] - 0.02                                       # the steps moved the hand down
+    assert np.linalg.norm(pos[:2] - start[:2]) < 0.01
+    assert _gripper_yaw_deg(p, cid, body, ee) == pytest.approx(-45.0, abs=1.5)
+    with pytest.raises(ValueError, match="pi/2"):
+        sim.set_end_effector_yaw(2.0)
+    sim.reset(0)
+    for _ in range(20):
+        sim.set_end_effector_delta(0.0, 0.0, 0.0)
+        sim.step(1)
+    assert _gripper_yaw_deg(p, cid, body, ee) == pytest.approx(0.0, abs=1.5)

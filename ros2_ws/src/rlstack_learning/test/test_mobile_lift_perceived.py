@@ -15,7 +15,8 @@ import pytest
 
 import rlstack_learning  # noqa: F401  (registers the envs)
 from rlstack_bundle import derive as ops
-from rlstack_learning.envs.mobile_lift_perceived import MobileLiftPerceivedEnv, PerceptionError, perceived_expert
+from rlstack_learning.envs.mobile_lift_perceived import (MobileLiftPerceivedEnv, PerceptionError, perceived_expert,
+                                                         wrist_yaw_for)
 
 EVAL = 2**30
 
@@ -236,3 +237,23 @@ def test_expert_tolerates_the_arm_running_behind(delay):
     finally:
         lagging.close()
     assert res["success_rate"] >= 0.75, res
+
+
+def test_each_episode_starts_with_the_fingers_square_to_the_estimate(env):
+    """The wrist is turned to the estimate's yaw mod 90 deg (what the fetch mission sends on /arm/ee_yaw)."""
+    import pybullet as p
+
+    assert wrist_yaw_for(np.radians(50.0)) == pytest.approx(np.radians(-40.0))
+    assert wrist_yaw_for(np.radians(-44.0)) == pytest.approx(np.radians(-44.0))
+    cid = env.sim.client_id
+    for seed in (EVAL + 11, EVAL + 12, EVAL + 13):
+        env.reset(seed=seed)
+        _, q = env.observed_target()
+        body = env._panda.body if hasattr(env._panda, "body") else env._panda
+        ee = next(j for j in range(p.getNumJoints(body, physicsClientId=cid))
+                  if p.getJointInfo(body, j, physicsClientId=cid)[12] == b"panda_grasptarget")
+        bq = env._base_pose()[1]
+        m = np.array(p.getMatrixFromQuaternion(p.getLinkState(body, ee, physicsClientId=cid)[5])).reshape(3, 3)
+        gripper = np.arctan2(m[1, 0], m[0, 0]) - ops.yaw(tuple(float(v) for v in bq))
+        err = wrist_yaw_for(gripper - wrist_yaw_for(ops.yaw(q)))
+        assert abs(np.degrees(err)) < 2.0, (seed, np.degrees(gripper), np.degrees(ops.yaw(q)))

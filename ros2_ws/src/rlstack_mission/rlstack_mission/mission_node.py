@@ -45,7 +45,7 @@ from geometry_msgs.msg import PoseStamped, Twist, Vector3
 from lifecycle_msgs.srv import ChangeState, GetState
 from nav_msgs.msg import OccupancyGrid, Odometry
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Bool, String
+from std_msgs.msg import Bool, Float64, String
 from tf2_msgs.msg import TFMessage
 from visualization_msgs.msg import MarkerArray
 
@@ -93,6 +93,7 @@ class MissionNode(Node):
         self.cmd_pub = self.create_publisher(Twist, "/cmd_vel", 10)
         self.ee_pub = self.create_publisher(Vector3, "/arm/ee_delta", 10)
         self.gripper_pub = self.create_publisher(Bool, "/arm/gripper", 10)
+        self.ee_yaw_pub = self.create_publisher(Float64, "/arm/ee_yaw", 10)
         self.status_pub = self.create_publisher(String, "~/status", LATCHED)
         self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
 
@@ -200,6 +201,11 @@ class MissionNode(Node):
         self.grasp_timeout = d("grasp_timeout_s", 14.0, "Time for one lift, s (sim time)", min_value=1.0,
                                max_value=600.0)
         self.lift_height = d("lift_height", 0.10, "Lift needed for a grasp to count, m", min_value=0.01, max_value=1.0)
+        self.align_wrist = d("align_wrist", True, "Robot mode: before the lift, turn the gripper square to the "
+                             "estimated object's sides (/arm/ee_yaw = its yaw mod 90 deg in base_link), as "
+                             "policies/mobile_lift_perceived was trained; back to 0 when the arm is clear")
+        self.wrist_turn_s = d("wrist_turn_s", 0.6, "Time given to a wrist turn before the lift starts, s (sim time)",
+                              min_value=0.0, max_value=10.0)
         self.hold_s = d("hold_s", 1.0, "The lift must hold this long, s (sim time)", min_value=0.0, max_value=60.0)
         self.min_finger_width = d("min_finger_width", 0.02, "Closed fingers wider than this hold something, m",
                                   min_value=0.0, max_value=0.08)

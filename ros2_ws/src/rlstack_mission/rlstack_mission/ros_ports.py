@@ -18,12 +18,12 @@ import rclpy
 from geometry_msgs.msg import PoseStamped, Twist, Vector3
 from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState, GetState
-from std_msgs.msg import Bool
+from std_msgs.msg import Bool, Float64
 
 from rlstack_interfaces.action import Fetch, NavigateTo
 from rlstack_interfaces.srv import EstimateGraspPose, QueryObjects
 
-from .fetch import FetchCode, GraspOutcome, Match, MissionAborted, NavOutcome, Pose2D, shape_mismatch
+from .fetch import FetchCode, GraspOutcome, Match, MissionAborted, NavOutcome, Pose2D, shape_mismatch, wrap_quarter
 from .frames import to_frame, yaw_of
 
 
@@ -341,6 +341,8 @@ class RosPorts:
         Returns whether the object is round (its yaw means nothing)."""
         self.n.held_target = None
         self._move_ee(self.n.look_arm_point, 4.0, gripper_open=True)
+        if self.n.align_wrist:
+            self._turn_wrist(0.0)   # the arm is clear: square again after an earlier grasp
         self._sim_sleep(0.3)   # frames taken with the arm away
         try:
             pos, quat, frame, symmetric = self._perceived_pose(target)
@@ -388,6 +390,8 @@ class RosPorts:
             estimated = self.estimate_target(target)   # robot mode only; the ablation needs none
             if not estimated.ok:
                 return estimated
+        if self.n.held_target is not None and self.n.align_wrist:
+            self._turn_wrist(wrap_quarter(self._held_target_yaw()))
         self._sim_sleep(2 * self.period)  # the policy sees a fresh target before it starts
         rest_z = self._target_height(name)
         # The robot-mode lift reads the gripper's last command (/arm/gripper) to know whether it has
@@ -431,6 +435,25 @@ class RosPorts:
         finally:
             self._deactivate_policy()
             self.n.held_target = None
+
+    def _held_target_yaw(self) -> float:
+        """The held estimate's yaw about base_link z now (what the policy reads on /grasp_target)."""
+        pos, quat = self.n.held_target
+        try:
+            return yaw_of(to_frame(self.n.tf, pos, quat, self.n.odom_frame, self.n.base_frame)[1])
+        except KeyError as exc:
+            raise MissionAborted(FetchCode.ERROR, f"cannot express the grasp target in '{self.n.base_frame}': {exc}")
+
+    def _turn_wrist(self, yaw: float) -> None:
+        """Turn the gripper to ``yaw`` about base_link z (/arm/ee_yaw) and give it ``wrist_turn_s``.
+        Re-sent every 0.2 s: each command also feeds the bridge's arm watchdog, which would otherwise
+        hold the arm (and stop the turn) after its timeout without an arm command."""
+        t_end = self._sim_now() + self.n.wrist_turn_s
+        while True:
+            self.n.ee_yaw_pub.publish(Float64(data=float(yaw)))
+            if self._sim_now() >= t_end:
+                return
+            self._sim_sleep(min(0.2, max(0.0, t_end - self._sim_now())))
 
     def _move_ee(self, goal: np.ndarray, timeout_s: float, gripper_open: Optional[bool],
                  stop_when_blocked: bool = False) -> bool:
@@ -572,4 +595,6 @@ class RosPorts:
                     f"{'unknown' if z is None else f'{z:.3f} m, {placed_z:.3f} m when opening'})")
             return GraspOutcome(False, f"{why} after {self.n.release_attempts} attempt(s)")
         finally:
+            if self.n.align_wrist:
+                self._turn_wrist(0.0)   # the hand is up and open: square again for the next fetch
             self._move_ee(self.n.carry_point, 4.0, gripper_open=True)

@@ -162,6 +162,7 @@ class SimBridge(Node):
             "cmd_vel": (TwistStamped if self.cmd_vel_stamped else Twist, "cmd_vel", self._on_cmd_vel),
             "joint_targets": (JointState, "arm/joint_targets", lambda m: c.joint_targets(m.name, m.position)),
             "ee_delta": (Vector3, "arm/ee_delta", lambda m: c.ee_delta(m.x, m.y, m.z)),
+            "ee_yaw": (Float64, "arm/ee_yaw", lambda m: c.ee_yaw(m.data)),
             "gripper": (Bool, "arm/gripper", lambda m: c.gripper(bool(m.data))),
             "cart_force": (Float64, "cartpole/force", lambda m: c.cart_force(m.data)),
             "plate_angles": (Vector3, "ball_plate/angles", lambda m: c.plate_angles(m.x, m.y, m.z)),

@@ -71,7 +71,7 @@ class CommandHandler:
     def configure(self, spec, joint_limits, capabilities, capability) -> List[str]:
         """A newly loaded scene: joint bounds from ``spec`` and the backend's ``joint_limits``, a fresh
         watchdog. Returns the command channels the scene takes, in subscription order (of
-        ``cmd_vel``, ``joint_targets``, ``ee_delta``, ``gripper``, ``cart_force``, ``plate_angles``)."""
+        ``cmd_vel``, ``joint_targets``, ``ee_delta``, ``ee_yaw``, ``gripper``, ``cart_force``, ``plate_angles``)."""
         C = capability
         self.has_base = C.BASE_VELOCITY in capabilities
         position_joints = [n for r in spec.robots for n in r.position_joints]
@@ -85,7 +85,8 @@ class CommandHandler:
         self.gripper_open = None
         channels = []
         for channel, cap, dog in (("cmd_vel", None, "base"), ("joint_targets", C.JOINT_POSITION_CONTROL, "arm"),
-                                  ("ee_delta", C.END_EFFECTOR_DELTA, "arm"), ("gripper", C.GRIPPER, None),
+                                  ("ee_delta", C.END_EFFECTOR_DELTA, "arm"), ("ee_yaw", C.END_EFFECTOR_DELTA, "arm"),
+                                  ("gripper", C.GRIPPER, None),
                                   ("cart_force", C.CART_FORCE, "cart"), ("plate_angles", C.PLATE_ANGLES, "plate")):
             if (self.has_base if cap is None else cap in capabilities):
                 channels.append(channel)
@@ -139,6 +140,17 @@ class CommandHandler:
                 self._clip_count("ee_delta")
             self.sim.set_end_effector_delta(*delta)
         self._command("ee_delta", "arm", apply)
+
+    def ee_yaw(self, yaw: float) -> None:
+        """Latched gripper yaw about the arm base's z (rad, |yaw| <= pi/2; see the contract)."""
+        def apply():
+            if not math.isfinite(yaw):
+                raise CommandRejected("non_finite", f"gripper yaw command is {yaw}")
+            if abs(yaw) > math.pi / 2:
+                raise CommandRejected("out_of_range", f"gripper yaw {yaw:.3f} rad is beyond +-pi/2 "
+                                      "(a two-finger gripper is symmetric under a half turn)")
+            self.sim.set_end_effector_yaw(float(yaw))
+        self._command("ee_yaw", "arm", apply)
 
     def gripper(self, want_open: bool) -> None:
         def apply():

@@ -98,6 +98,17 @@ def test_gripper_logs_changes_only(home):
     assert cmd.commands_received == 3
 
 
+def test_gripper_yaw_channel_checks_and_feeds_the_arm_watchdog(home):
+    sim, cmd, stepper, log, channels, _ = home
+    assert "ee_yaw" in channels
+    cmd.ee_yaw(math.nan)
+    cmd.ee_yaw(2.0)        # beyond +-pi/2: a two-finger gripper is symmetric under a half turn
+    assert cmd.rejects.counts == {"ee_yaw/non_finite": 1, "ee_yaw/out_of_range": 1}
+    assert cmd.commands_received == 0
+    cmd.ee_yaw(0.5)
+    assert cmd.commands_received == 1 and cmd.watchdog.state("arm") == "active"
+
+
 def test_stepper_schedules_streams_and_resets(cartpole):
     sim, cmd, stepper, *_ = cartpole
     assert stepper.due(force=True) == ["clock", "state", "ground_truth"]
