@@ -24,7 +24,7 @@ import time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import TwistStamped, Vector3
 from rclpy.node import Node
-from std_msgs.msg import Bool, Float64MultiArray
+from std_msgs.msg import Bool, Float64, Float64MultiArray
 
 from rlstack_adapters.core import ArmAdapterConfig, ArmAdapterCore, ArmCommand, GripperConfig, GripperCore, GripperGoal
 from rlstack_common import declare_parameter, run_node
@@ -39,6 +39,7 @@ class ArmAdapter(Node):
         super().__init__("arm_adapter")
         p = lambda *a, **k: declare_parameter(self, *a, **k)  # noqa: E731
         ee_topic = p("ee_delta_topic", "/arm/ee_delta", "Input: geometry_msgs/Vector3 end-effector steps, m")
+        yaw_topic = p("ee_yaw_topic", "/arm/ee_yaw", "Input: std_msgs/Float64 gripper yaw about the arm base's z, rad (|yaw| <= pi/2)")
         gripper_topic = p("gripper_topic", "/arm/gripper", "Input: std_msgs/Bool gripper state (true open)")
         estop_topic = p("estop_topic", "/estop", "Input: std_msgs/Bool e-stop; true stops the arm, steps are dropped while asserted")
         twist_topic = p("twist_topic", "/servo_node/delta_twist_cmds", "Output: geometry_msgs/TwistStamped cartesian velocity")
@@ -48,6 +49,7 @@ class ArmAdapter(Node):
             max_ee_step=p("max_ee_step", 0.05, "Longer steps are scaled down to this, m", min_value=0.0001, max_value=1.0),
             max_linear_speed=p("max_linear_speed", 0.25, "Speed limit of the twist, m/s", min_value=0.001, max_value=5.0),
             command_timeout_s=p("command_timeout_s", 0.15, "No step for this long while moving: one zero twist, s (wall clock)", min_value=0.01, max_value=60.0),
+            max_angular_speed=p("max_angular_speed", 1.0, "Gripper yaw rate of an /arm/ee_yaw turn (open loop), rad/s", min_value=0.01, max_value=10.0),
         )
         self.gripper_interface = p("gripper_interface", "topic", "How gripper goals go out", constraints="one of: topic, action")
         gripper_cmd_topic = p("gripper_command_topic", "/gripper_controller/commands", "Output (topic): std_msgs/Float64MultiArray positions")
@@ -84,6 +86,7 @@ class ArmAdapter(Node):
             self.gripper_client = ActionClient(self, GripperCommand, gripper_action)
         self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.create_subscription(Vector3, ee_topic, self.on_ee_delta, 10)
+        self.create_subscription(Float64, yaw_topic, self.on_ee_yaw, 10)
         self.create_subscription(Bool, gripper_topic, self.on_gripper, 10)
         self.create_subscription(Bool, estop_topic, self.on_estop, 10)
         self.create_timer(period, self.on_tick)
@@ -101,10 +104,16 @@ class ArmAdapter(Node):
             return
         self.publish_twist(cmd)
 
+    def on_ee_yaw(self, msg: Float64) -> None:
+        if not self.arm.on_ee_yaw(msg.data):
+            self.get_logger().warning(f"rejected /arm/ee_yaw {msg.data} (finite, |yaw| <= pi/2 rad)",
+                                      throttle_duration_sec=5.0)
+
     def on_tick(self) -> None:
         cmd = self.arm.on_tick(time.monotonic())
         if cmd is not None:
-            self.get_logger().warning("end-effector steps stopped: arm stopped (zero twist)", throttle_duration_sec=5.0)
+            if cmd.reason == "timeout":
+                self.get_logger().warning("end-effector steps stopped: arm stopped (zero twist)", throttle_duration_sec=5.0)
             self.publish_twist(cmd)
 
     def on_estop(self, msg: Bool) -> None:
@@ -118,6 +127,7 @@ class ArmAdapter(Node):
         out.header.stamp = self.get_clock().now().to_msg()
         out.header.frame_id = self.frame_id
         out.twist.linear.x, out.twist.linear.y, out.twist.linear.z = cmd.linear
+        out.twist.angular.z = cmd.angular_z
         self.twist_pub.publish(out)
 
     # ------------------------------------------------------------------ gripper

@@ -7,7 +7,11 @@ ArmAdapterCore
     cartesian interfaces take a *velocity* (MoveIt Servo's TwistStamped ``delta_twist_cmds``,
     which does the IK and feeds a joint trajectory controller; a cartesian velocity controller).
     The step becomes ``v = step / step_period_s``, clipped to ``max_linear_speed``; angular
-    velocity is zero (the policies keep the gripper's yaw fixed). A step that stops coming
+    velocity turns the gripper to the yaw asked on /arm/ee_yaw (std_msgs/Float64, rad about the
+    arm base's z, relative to the straight-down pose; the fetch mission squares the fingers to a
+    cube this way): open loop, ``angular.z`` at most ``max_angular_speed`` until the yaw the core has
+    commanded since start-up (the gripper assumed straight then) reaches the target, carried on
+    the steps or, between steps, on the watchdog's ticks. A step that stops coming
     (``command_timeout_s``) gives one zero twist; an asserted e-stop drops every step and
     gives a zero twist.
 
@@ -41,9 +45,10 @@ class ArmAdapterConfig:
     max_ee_step: float = 0.05         # longer steps are scaled down to this (as the sim bridge), m
     max_linear_speed: float = 0.25    # the twist's speed limit, m/s
     command_timeout_s: float = 0.15   # no step for this long: one zero twist, s
+    max_angular_speed: float = 1.0    # gripper yaw rate of an /arm/ee_yaw turn, rad/s
 
     def __post_init__(self) -> None:
-        for name in ("step_period_s", "max_ee_step", "max_linear_speed", "command_timeout_s"):
+        for name in ("step_period_s", "max_ee_step", "max_linear_speed", "command_timeout_s", "max_angular_speed"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0.0):
                 raise ValueError(f"{name} must be a positive finite number, got {value!r}")
@@ -54,7 +59,8 @@ class ArmCommand:
     """A cartesian velocity for the arm's controller, m/s, in the arm base frame."""
 
     linear: tuple[float, float, float]
-    reason: str  # "step" | "timeout" | "estop"
+    reason: str  # "step" | "turn" | "turned" | "timeout" | "estop"
+    angular_z: float = 0.0   # gripper yaw rate about the arm base's z, rad/s
 
 
 @dataclass
@@ -68,6 +74,30 @@ class ArmAdapterCore:
     estop: bool = False
     _last_step_time: float | None = None
     _moving: bool = False
+    yaw_target: float = 0.0       # the gripper yaw asked on /arm/ee_yaw, rad
+    yaw_commanded: float = 0.0    # the yaw this core's twists have turned the gripper to (open loop), rad
+    _last_tick_time: float | None = None
+    _turning: bool = False        # a turn is going out on the ticks
+
+    def on_ee_yaw(self, yaw: float) -> bool:
+        """A gripper yaw (rad, |yaw| <= pi/2) to turn to; False (counted) if rejected."""
+        if not _finite(yaw):
+            self._reject("non_finite_yaw")
+            return False
+        if abs(yaw) > math.pi / 2:
+            self._reject("yaw_out_of_range")
+            return False
+        self.yaw_target = float(yaw)
+        return True
+
+    def _yaw_rate(self, dt: float) -> float:
+        """Angular velocity for the next ``dt`` s towards the target; books the turn as commanded."""
+        remaining = self.yaw_target - self.yaw_commanded
+        if self.estop or abs(remaining) < 1e-6 or dt <= 0.0:
+            return 0.0
+        w = max(-self.config.max_angular_speed, min(self.config.max_angular_speed, remaining / dt))
+        self.yaw_commanded += w * dt
+        return w
 
     def on_ee_delta(self, x: float, y: float, z: float, now: float) -> ArmCommand | None:
         """A step arrived at ``now`` (s, monotonic): the twist to send, or None if rejected."""
@@ -91,11 +121,27 @@ class ArmAdapterCore:
             self.clipped_speeds += 1
         self.steps += 1
         self._last_step_time = now
-        self._moving = speed > 0.0
-        return ArmCommand((vx, vy, vz), "step")
+        wz = self._yaw_rate(cfg.step_period_s)   # a turn rides on the steps while they come
+        self._turning = False
+        self._moving = speed > 0.0 or wz != 0.0
+        return ArmCommand((vx, vy, vz), "step", wz)
 
     def on_tick(self, now: float) -> ArmCommand | None:
-        """Watchdog: one zero twist when steps stop while the arm was commanded to move."""
+        """Watchdog: one zero twist when steps stop while the arm was commanded to move. Between
+        steps (none for a step period) a yaw still to turn goes out on the ticks, then one zero
+        twist ("turned") when it is done."""
+        last_tick, self._last_tick_time = self._last_tick_time, now
+        stepping = self._last_step_time is not None and now - self._last_step_time <= self.config.step_period_s
+        if not stepping and not self.estop:
+            if abs(self.yaw_target - self.yaw_commanded) > 1e-6:
+                dt = min(now - last_tick, self.config.step_period_s) if last_tick is not None else 0.0
+                wz = self._yaw_rate(dt)
+                if wz != 0.0:
+                    self._turning = True
+                    return ArmCommand((0.0, 0.0, 0.0), "turn", wz)
+            elif self._turning:
+                self._turning = False
+                return ArmCommand((0.0, 0.0, 0.0), "turned")
         if self._moving and self._last_step_time is not None \
                 and now - self._last_step_time > self.config.command_timeout_s:
             self._moving = False

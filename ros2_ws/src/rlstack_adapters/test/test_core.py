@@ -110,3 +110,37 @@ def test_twist_stamper_passes_finite_only():
     assert core.accept((0.2, 0.0, 0.0), (0.0, 0.0, 0.5))
     assert not core.accept((math.nan, 0.0, 0.0), (0.0, 0.0, 0.0))
     assert (core.forwarded, core.rejected) == (1, 1)
+
+
+def test_gripper_yaw_turns_on_the_ticks_between_steps_then_stops_once():
+    """/arm/ee_yaw: the mission turns the wrist while no steps come; the turn goes out as angular.z on
+    the ticks at most max_angular_speed, adds up to the target, and ends with one zero twist."""
+    core = ArmAdapterCore(ArmAdapterConfig(step_period_s=0.05, max_angular_speed=1.0))
+    assert core.on_ee_yaw(0.3)
+    turned, t = 0.0, 0.0
+    core.on_tick(t)                                   # the first tick only starts the clock
+    cmds = []
+    for _ in range(40):
+        t += 0.02
+        cmd = core.on_tick(t)
+        if cmd is not None:
+            cmds.append(cmd)
+            turned += cmd.angular_z * 0.02
+    turns = [c for c in cmds if c.reason == "turn"]
+    assert turns and all(0.0 < c.angular_z <= 1.0 for c in turns) and all(c.linear == (0.0, 0.0, 0.0) for c in turns)
+    assert turned == pytest.approx(0.3, abs=1e-6) and core.yaw_commanded == pytest.approx(0.3)
+    assert [c.reason for c in cmds][-1] == "turned" and cmds[-1].angular_z == 0.0
+    assert sum(c.reason == "turned" for c in cmds) == 1 and core.timeouts == 0
+
+
+def test_gripper_yaw_rides_on_steps_and_bad_yaws_are_refused():
+    core = ArmAdapterCore(ArmAdapterConfig(step_period_s=0.05, max_angular_speed=1.0))
+    assert core.on_ee_yaw(-0.1)
+    first = core.on_ee_delta(0.0, 0.0, 0.001, now=0.0)
+    assert first.angular_z == pytest.approx(-1.0)          # clipped to the rate: 0.05 rad per step
+    second = core.on_ee_delta(0.0, 0.0, 0.001, now=0.05)
+    assert second.angular_z == pytest.approx(-1.0)
+    assert core.on_ee_delta(0.0, 0.0, 0.001, now=0.1).angular_z == 0.0   # there
+    assert not core.on_ee_yaw(math.nan) and not core.on_ee_yaw(2.0)
+    assert core.rejected == {"non_finite_yaw": 1, "yaw_out_of_range": 1}
+    assert core.yaw_target == pytest.approx(-0.1)
