@@ -44,6 +44,7 @@ class RosPorts:
         this module); ``goal_handle``: the running /fetch goal."""
         self.n, self.goal = node, goal_handle
         self.period = 1.0 / node.rate_hz
+        self._wrist_yaw: Optional[float] = None   # last /arm/ee_yaw sent in this fetch (None: none yet)
 
     # -- plumbing
     def _check_cancel(self) -> None:
@@ -448,6 +449,9 @@ class RosPorts:
         """Turn the gripper to ``yaw`` about base_link z (/arm/ee_yaw) and give it ``wrist_turn_s``.
         Re-sent every 0.2 s: each command also feeds the bridge's arm watchdog, which would otherwise
         hold the arm (and stop the turn) after its timeout without an arm command."""
+        if self._wrist_yaw is not None and abs(yaw - self._wrist_yaw) < 1e-6:
+            return   # already there (the bridge's reset also squares it, but this mission is not told)
+        self._wrist_yaw = float(yaw)
         t_end = self._sim_now() + self.n.wrist_turn_s
         while True:
             self.n.ee_yaw_pub.publish(Float64(data=float(yaw)))
@@ -488,6 +492,11 @@ class RosPorts:
 
     def stow(self) -> GraspOutcome:
         self._move_ee(self.n.carry_point, 6.0, gripper_open=False)
+        if self.n.align_wrist:
+            # square to the robot again before the drive and the put-down: a hand turned 45 deg put a
+            # finger against the robot's front while lowering the cube, and the fingers could not
+            # open (RELEASE_FAILED, fingers at 5.4 cm, the hand stopped 20 cm above the floor)
+            self._turn_wrist(0.0)
         holding = self.n.holding
         return GraspOutcome(holding, "" if holding else "the fingers closed on nothing")
 
@@ -498,6 +507,8 @@ class RosPorts:
         self._sim_sleep(0.5)
         up = self._ee() + np.array([0.0, 0.0, 0.10])
         self._move_ee(up, 2.0, gripper_open=True)
+        if self.n.align_wrist:
+            self._turn_wrist(0.0)
         self._move_ee(self.n.carry_point, 4.0, gripper_open=True)
 
     def _settled_finger_width(self, timeout_s: float) -> float:
