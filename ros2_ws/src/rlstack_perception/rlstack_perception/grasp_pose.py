@@ -58,6 +58,13 @@ class GraspPoseConfig:
     round_above: float = 0.8         # footprint roundness above this: round (disc: 1, square: ~0.5)
     max_footprint: float = 0.15      # a rectangle side longer than this: not one graspable object
     far_edge_px: float = 2.0         # image rows of the top face's far edge the camera loses (see below)
+    # The depth's range noise, sigma(r) = depth_sigma_0 + depth_k_r2 * r^2 at range r from the camera
+    # (defaults: the bridge's RealSense-D435-like model, sim_bridges.sensor_noise.DepthNoise; 7 mm at
+    # 1.6 m, where the robot looks at a cube on the floor). The object's and the top face's height
+    # thresholds widen to it: with fixed 8 / 12 mm ones, noisy floor points counted as the object and
+    # a 98th-percentile top sat 2 sigma above the face, leaving too few face points.
+    depth_sigma_0: float = 0.0005
+    depth_k_r2: float = 0.0025
 
 
 @dataclass
@@ -224,10 +231,13 @@ def estimate_grasp_pose(frame: Frame, hint: Sequence[float], config: GraspPoseCo
     if len(crop) < config.min_object_points:
         return GraspPose(False, f"{TARGET_NOT_VISIBLE}: {len(crop)} depth points within "
                                 f"{config.crop_radius:g} m of the hint", n_points=len(crop))
-    support = _support_height(crop, hint[:2], config.support_ring, below=hint[2] + 0.02)
+    cam = np.asarray(frame.translation, dtype=np.float64)
+    sigma = config.depth_sigma_0 + config.depth_k_r2 * float(np.sum((hint - cam) ** 2))   # range noise here
+    support = _support_height(crop, hint[:2], config.support_ring, below=hint[2] + 0.02 + 2.0 * sigma)
     if support is None:
         return GraspPose(False, f"{POSE_UNCERTAIN}: no support surface seen around the target", n_points=len(crop))
-    above = crop[(crop[:, 2] > support + config.min_height) & (crop[:, 2] < support + config.max_height)]
+    min_height = max(config.min_height, 3.0 * sigma)
+    above = crop[(crop[:, 2] > support + min_height) & (crop[:, 2] < support + config.max_height)]
     centre_xy = hint[:2].copy()
     obj = above[:0]
     for _ in range(3):   # re-centre on the object's own points: the hint may be a few cm off
@@ -238,8 +248,11 @@ def estimate_grasp_pose(frame: Frame, hint: Sequence[float], config: GraspPoseCo
     if len(obj) < config.min_object_points:
         return GraspPose(False, f"{TARGET_NOT_VISIBLE}: {len(obj)} points above the support near the hint",
                          support_height=support, n_points=len(obj))
-    top = float(np.percentile(obj[:, 2], 98.0))
-    face = obj[obj[:, 2] >= top - config.top_band]
+    # The top face: its height is the median of the upper points (robust to the noise, which puts
+    # the 98th percentile ~2 sigma above the face), its points those within the band of it.
+    upper = float(np.percentile(obj[:, 2], 98.0))
+    top = float(np.median(obj[obj[:, 2] >= upper - config.top_band - 3.0 * sigma, 2]))
+    face = obj[obj[:, 2] >= top - 0.5 * config.top_band - 2.0 * sigma]
     if len(face) < config.min_top_points:
         return GraspPose(False, f"{TOO_FEW_POINTS}: {len(face)} points on the top face", support_height=support,
                          n_points=len(obj))
@@ -256,7 +269,6 @@ def estimate_grasp_pose(frame: Frame, hint: Sequence[float], config: GraspPoseCo
     # shorter on the far side and its centre sits too close to the camera. Move it back by half the
     # lost rows' footprint on the face (measured in home with the depth noise model: -6.7 mm along
     # the view before, about -1 mm after; docs/perception.md).
-    cam = np.asarray(frame.translation, dtype=np.float64)
     ray = centre2 - cam[:2]
     horizontal = float(np.linalg.norm(ray))
     if horizontal > 1e-6 and config.far_edge_px > 0:

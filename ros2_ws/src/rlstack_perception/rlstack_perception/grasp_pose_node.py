@@ -64,7 +64,12 @@ class GraspPoseNode(Node):
                                 "visible", min_value=3, max_value=100000),
             far_edge_px=p("far_edge_px", defaults.far_edge_px, "Image rows of the top face's far edge the camera "
                           "loses (2 for an RGB-D camera; 0.5 for exact simulated depth)", min_value=0.0,
-                          max_value=20.0))
+                          max_value=20.0),
+            depth_sigma_0=p("depth_sigma_0", defaults.depth_sigma_0, "The camera's range noise at zero range "
+                            "(sigma = depth_sigma_0 + depth_k_r2 * range^2), m; the height thresholds widen to it",
+                            min_value=0.0, max_value=0.1),
+            depth_k_r2=p("depth_k_r2", defaults.depth_k_r2, "The camera's range noise growth with range squared, "
+                         "1/m (RealSense D435: 0.0025)", min_value=0.0, max_value=0.1))
         self.max_spread = p("max_view_spread_m", 0.015, "Views farther apart than this disagree, m",
                             min_value=0.001, max_value=1.0)
         self.max_spread_yaw = math.radians(p("max_view_spread_deg", 8.0, "Views whose yaws differ more than this "

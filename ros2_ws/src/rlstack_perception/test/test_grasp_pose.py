@@ -135,3 +135,22 @@ def test_in_frame_moves_centre_yaw_and_support_with_the_transform():
     assert in_frame(_pose([0.5, 0.1, 0.4], yaw=0.0, symmetric=True), r, t).yaw == 0.0   # round: no yaw
     refused = _pose([0, 0, 0], ok=False)
     assert in_frame(refused, r, t) is refused
+
+
+@pytest.mark.parametrize("sigma", [0.0, 0.007])
+def test_a_cube_on_the_floor_seen_from_1_6_m_with_range_noise(sigma):
+    """The robot sees a cube on the floor from ~1.6 m, where a D435-like camera's range noise is ~7 mm:
+    the height thresholds widen to the noise, so the top face and the centre are still found (the old
+    fixed thresholds gave TOO_FEW_POINTS for most such views)."""
+    h, w = 240, 320
+    frame = _flat_frame(depth_value=1.6, size=(h, w))
+    frame.fx = frame.fy = 600.0
+    frame.translation = np.array([0.0, 0.0, 1.6])
+    pts, _ = frame.points_world()
+    inside = (np.abs(pts[..., 0] - 0.02) < 0.025) & (np.abs(pts[..., 1] + 0.01) < 0.025)
+    frame.depth[inside] = 1.55     # a 5 cm cube on the floor, 1.6 m below the camera
+    frame.depth += np.random.default_rng(1).normal(0.0, sigma, size=frame.depth.shape).astype(np.float32)
+    est = estimate_grasp_pose(frame, [0.05, 0.01, 0.03])
+    assert est.ok, est.reason
+    np.testing.assert_allclose(est.centre, [0.02, -0.01, 0.025], atol=0.005)
+    assert est.size[2] == pytest.approx(0.05, abs=0.006)
