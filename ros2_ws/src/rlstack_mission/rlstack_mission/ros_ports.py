@@ -493,9 +493,10 @@ class RosPorts:
     def stow(self) -> GraspOutcome:
         self._move_ee(self.n.carry_point, 6.0, gripper_open=False)
         if self.n.align_wrist:
-            # square to the robot again before the drive and the put-down: a hand turned 45 deg put a
-            # finger against the robot's front while lowering the cube, and the fingers could not
-            # open (RELEASE_FAILED, fingers at 5.4 cm, the hand stopped 20 cm above the floor)
+            # square to the robot again before the drive and the put-down, the pose every put-down
+            # was measured in before the wrist turn (in the first evaluation with the hand kept turned,
+            # 2 of 19 put-downs kept the fingers shut; in process a turned hand released 6 of 6, so
+            # this is a precaution, not a found cause)
             self._turn_wrist(0.0)
         holding = self.n.holding
         return GraspOutcome(holding, "" if holding else "the fingers closed on nothing")
