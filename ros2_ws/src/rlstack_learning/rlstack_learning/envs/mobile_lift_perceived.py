@@ -125,7 +125,7 @@ class MobileLiftPerceivedEnv(MobileLiftEnv):
         "the object.",
         "Square the fingers to the estimate before activating the node: std_msgs/Float64 on /arm/ee_yaw = the "
         "estimate's yaw about base_link z wrapped to [-45, 45) deg (rlstack_learning.envs.mobile_lift_perceived."
-        "wrist_yaw_for), then ~0.6 s for the wrist to turn, as training and the fetch mission do.",
+        "wrist_yaw_for), then ~0.6 s for the wrist to turn, as the env's episodes and the fetch mission do.",
     )
     success_definition = (f"the target cube's true centre stays at least {LIFT_HEIGHT * 100:g} cm above where it lay "
                           f"for {HOLD_STEPS} consecutive control steps ({HOLD_STEPS / 20:g} s) within 160 steps (8 s), "
