@@ -21,6 +21,14 @@ def yaw(q: Sequence[float]) -> float:
     return math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
 
 
+def wrap_quarter(angle: float) -> float:
+    """An angle mod 90 deg, in [-pi/4, pi/4): the yaw of a square footprint, and the gripper yaw that
+    squares the fingers to it (the lift env and the fetch mission both take it from here, so the
+    wrist turn served is the one trained)."""
+    q = math.pi / 2.0
+    return (float(angle) + q / 2.0) % q - q / 2.0
+
+
 def quat_mul(a: Sequence[float], b: Sequence[float]) -> Quat:
     ax, ay, az, aw = a
     bx, by, bz, bw = b

@@ -38,6 +38,8 @@ from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
 import numpy as np
 
+from rlstack_bundle.frames import wrap_quarter
+
 PHASES = ("LOCATE", "EXPLORE", "NAVIGATE", "GRASP", "RETURN", "DROP")
 
 
@@ -342,12 +344,6 @@ def _floor_approach(mask: np.ndarray, resolution: float, origin: Tuple[float, fl
             clearance(mask, resolution, origin, gx, gy, robot_radius)):
         return None
     return Approach(Pose2D(sx, sy, math.atan2(-s, -c)), 0.0, x, y, c, s, on_floor=True)
-
-
-def wrap_quarter(angle: float) -> float:
-    """An angle mod 90 deg, in [-pi/4, pi/4)."""
-    q = math.pi / 2.0
-    return (angle + q / 2.0) % q - q / 2.0
 
 
 def square_floor_approach(mask: np.ndarray, resolution: float, origin: Tuple[float, float], x: float, y: float,

@@ -45,13 +45,13 @@ here and served by the fetch in robot mode; ``policies/mobile_lift`` (live desig
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
 import numpy as np
 
 from rlstack_bundle import derive as ops
+from rlstack_bundle.frames import wrap_quarter
 from rlstack_bundle.terms import ObsTerm, Source
 from .lift import HOLD_HEIGHT, HOLD_STEPS, LIFT_HEIGHT, MAX_DELTA
 from .mobile_lift import MobileLiftEnv, _inverse, in_base_frame
@@ -257,8 +257,7 @@ def wrist_yaw_for(target_yaw: float) -> float:
     """The gripper yaw (rad, about base_link z, for ``/arm/ee_yaw``) that squares the fingers to a cube
     turned ``target_yaw``: the cube's yaw mod 90 deg, in [-pi/4, pi/4). The policy sees the cube's yaw,
     so it knows the wrist's."""
-    q = math.pi / 2.0
-    return (float(target_yaw) + q / 2.0) % q - q / 2.0
+    return wrap_quarter(target_yaw)
 
 
 #: fingers this far apart or more: fully open (a 5 cm cube held across its corners keeps them ~7.1 cm apart)
