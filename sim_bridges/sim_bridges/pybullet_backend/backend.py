@@ -619,7 +619,7 @@ class PyBulletBackend(SimBackend):
         self._solve_end_effector(delta)
 
     def set_end_effector_yaw(self, yaw: float) -> None:
-        """Latch the wrist yaw (see the contract) and re-solve the IK at the current grasp point."""
+        """Latch the wrist yaw (see the contract) and turn the last arm joint to it, the others held."""
         self.require(Capability.END_EFFECTOR_DELTA)
         yaw = float(yaw)
         if not (math.isfinite(yaw) and abs(yaw) <= math.pi / 2 + 1e-9):
@@ -636,8 +636,7 @@ class PyBulletBackend(SimBackend):
         wrist = robot.joints[names[-1]]
         positions[-1] = min(max(positions[-1] + WRIST_SIGN * turn, wrist.lower), wrist.upper)
         self._ee_yaw = yaw
-        joints = [robot.joints[n] for n in names]
-        self._position_control(robot.body, joints[:-1], positions[:-1])
+        self._position_control(robot.body, [robot.joints[n] for n in names[:-1]], positions[:-1])
         # at a bounded speed: the light wrist under a bare position motor overshoots a large turn
         # by 40 deg and rings for seconds
         p.setJointMotorControl2(robot.body, wrist.index, p.POSITION_CONTROL, targetPosition=positions[-1],
@@ -654,7 +653,7 @@ class PyBulletBackend(SimBackend):
         m = quat_to_matrix(turn)
         return math.atan2(m[1, 0], m[0, 0])
 
-    def _solve_end_effector(self, delta: np.ndarray, refine: int = 0) -> None:
+    def _solve_end_effector(self, delta: np.ndarray) -> None:
         cid, robot = self._cid, self._arm
         arm = robot.spec.arm
         base_pos, base_orn = self._link_pose(robot, arm.base_link)
@@ -700,14 +699,6 @@ class PyBulletBackend(SimBackend):
             residualThreshold=1e-5,
             physicsClientId=cid,
         )
-        for _ in range(refine):
-            # PyBullet's IK is one damped step from the current state: a large change of
-            # orientation (a wrist turn) needs a few, each started where the last ended
-            solution = p.calculateInverseKinematics(
-                robot.body, robot.links[arm.ee_link], target.tolist(), target_orn,
-                lowerLimits=lower, upperLimits=upper, jointRanges=[u - l for l, u in zip(lower, upper)],
-                restPoses=rest, currentPositions=list(solution), maxNumIterations=50,
-                residualThreshold=1e-5, physicsClientId=cid)
         order = {j.name: i for i, j in enumerate(joints)}
         arm_joints = [robot.joints[n] for n in arm.joints]
         targets = [min(max(solution[order[j.name]], j.lower), j.upper) for j in arm_joints]
