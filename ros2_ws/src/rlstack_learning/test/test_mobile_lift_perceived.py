@@ -251,7 +251,7 @@ def test_each_episode_starts_with_the_fingers_square_to_the_estimate(env):
     for seed in (EVAL + 11, EVAL + 12, EVAL + 13):
         env.reset(seed=seed)
         _, q = env.observed_target()
-        body = env._panda.body if hasattr(env._panda, "body") else env._panda
+        body = env._panda   # the PyBullet body id
         ee = next(j for j in range(p.getNumJoints(body, physicsClientId=cid))
                   if p.getJointInfo(body, j, physicsClientId=cid)[12] == b"panda_grasptarget")
         bq = env._base_pose()[1]
