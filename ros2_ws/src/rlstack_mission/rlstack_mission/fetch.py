@@ -350,9 +350,11 @@ def square_floor_approach(mask: np.ndarray, resolution: float, origin: Tuple[flo
                           yaw: float, params: FetchParams, robot_radius: float,
                           near: Optional[Tuple[float, float]] = None) -> Optional[Approach]:
     """A floor approach facing one of the four faces of a cube at (x, y) turned ``yaw`` (map frame):
-    the free one nearest to ``near``, or None. Why: the gripper keeps a fixed yaw, so a cube turned
-    near 45 deg to the approach is grasped across its corners (7.1 cm between the fingers), where
-    the lift failed over ROS (a floor fetch: "not lifted within 14 s" twice, from a 45 deg approach)."""
+    the free one nearest to ``near``, or None. Why: while the gripper kept a fixed yaw, a cube turned
+    near 45 deg to the approach was grasped across its corners (7.1 cm between the fingers), where
+    the lift failed over ROS (a floor fetch: "not lifted within 14 s" twice, from a 45 deg approach).
+    The wrist turn (``align_wrist``) now squares the fingers too; the floor runs were measured with
+    both."""
     # facing a face: the robot looks along yaw + k * 90 deg, so it stands out along the opposite
     faces = [a for a in (_floor_approach(mask, resolution, origin, x, y, yaw + math.pi + k * math.pi / 2.0, params,
                                          robot_radius) for k in range(4)) if a is not None]

@@ -203,7 +203,7 @@ class MissionNode(Node):
         self.lift_height = d("lift_height", 0.10, "Lift needed for a grasp to count, m", min_value=0.01, max_value=1.0)
         self.align_wrist = d("align_wrist", True, "Robot mode: before the lift, turn the gripper square to the "
                              "estimated object's sides (/arm/ee_yaw = its yaw mod 90 deg in base_link), as "
-                             "policies/mobile_lift_perceived was trained; back to 0 when the arm is clear")
+                             "policies/mobile_lift_perceived is evaluated; back to 0 when the arm is clear")
         self.wrist_turn_s = d("wrist_turn_s", 0.6, "Time given to a wrist turn before the lift starts, s (sim time)",
                               min_value=0.0, max_value=10.0)
         self.hold_s = d("hold_s", 1.0, "The lift must hold this long, s (sim time)", min_value=0.0, max_value=60.0)
