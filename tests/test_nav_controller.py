@@ -232,6 +232,7 @@ def test_blocked_path_replans_then_aborts_with_the_reason(ros_processes, ros_pro
     start_nav(ros_processes, params_dir, repo, map_yaml=str(yml), blocked_timeout=2.0)
     odom = ros_probe.subscribe("/odom", Odometry)
     plans = ros_probe.subscribe("/plan", Path, LATCHED)
+    obstacle_grids = ros_probe.subscribe("/nav_controller/obstacle_grid", OccupancyGrid, LATCHED)
     nav = Navigate(ros_probe)
     ros_probe.wait_for_messages(odom, 1, timeout=20)
     wait_nav_odometry(ros_probe)
@@ -248,4 +249,13 @@ def test_blocked_path_replans_then_aborts_with_the_reason(ros_processes, ros_pro
     dy = max(-1.1 - py, 0.0, py + 0.5)
     assert math.hypot(dx, dy) > 0.3
     assert len([p for p in plans.pop_all() if p.poses]) >= 1
+    # what blocked it is on ~/obstacle_grid (rviz): marked cells on the crate's footprint, none far from it
+    ros_probe.spin_for(1.5)   # the grid goes out at most at diagnostics_rate_hz
+    grid = latest(obstacle_grids)
+    info = grid.info
+    marked = [(info.origin.position.x + (i % info.width + 0.5) * info.resolution,
+               info.origin.position.y + (i // info.width + 0.5) * info.resolution)
+              for i, v in enumerate(grid.data) if v == 100]
+    on_crate = [(x, y) for x, y in marked if -3.4 <= x <= -2.6 and -1.2 <= y <= -0.4]
+    assert len(on_crate) >= 5, f"{len(marked)} marked cells, {len(on_crate)} on the crate"
     ros_processes.assert_all_alive()

@@ -196,6 +196,9 @@ class MissionNode(Node):
         self.look_arm_point = np.array(look, dtype=float)
         self.estimate_attempts = d("grasp_pose_attempts", 3, "Grasp-pose estimates tried (waiting a moment between "
                                    "them) before the grasp is given up", min_value=1, max_value=20)
+        self.cube_max_aspect = d("cube_max_aspect", 1.38, "Robot mode: a target the map calls a cube whose grasp-pose "
+                                 "height exceeds this times its wider side is another object (WRONG_OBJECT; an upright "
+                                 "cylinder stands 1.6x as high as wide); 0: not checked", min_value=0.0, max_value=10.0)
         self.target_match_radius = d("target_match_radius", 0.3, "Perceived -> ground-truth object match radius, m",
                                      min_value=0.01, max_value=5.0)
         self.grasp_timeout = d("grasp_timeout_s", 14.0, "Time for one lift, s (sim time)", min_value=1.0,

@@ -23,7 +23,8 @@ from std_msgs.msg import Bool, Float64
 from rlstack_interfaces.action import Fetch, NavigateTo
 from rlstack_interfaces.srv import EstimateGraspPose, QueryObjects
 
-from .fetch import FetchCode, GraspOutcome, Match, MissionAborted, NavOutcome, Pose2D, shape_mismatch, wrap_quarter
+from .fetch import (NO_GRASP_POSE, FetchCode, GraspOutcome, Match, MissionAborted, NavOutcome, Pose2D, shape_mismatch,
+                    wrap_quarter)
 from .frames import to_frame, yaw_of
 
 
@@ -325,7 +326,8 @@ class RosPorts:
                 self._sim_sleep(0.3)   # fresh frames (new depth noise) before the next look
             reply = self._wait_future(client.call_async(req), 10.0, "grasp pose estimate")
             if reply.ok:
-                mismatch = shape_mismatch(target.label, bool(reply.symmetric))
+                mismatch = shape_mismatch(target.label, bool(reply.symmetric),
+                                          (reply.size.x, reply.size.y, reply.size.z), self.n.cube_max_aspect)
                 if mismatch:
                     raise GraspRefused(f"WRONG_OBJECT: {mismatch} (footprint {reply.size.x * 100:.1f} x "
                                        f"{reply.size.y * 100:.1f} cm, {reply.size.z * 100:.1f} cm high)",
@@ -363,7 +365,7 @@ class RosPorts:
         try:
             symmetric = self._hold_target_estimate(target)
         except GraspRefused as exc:
-            return GraspOutcome(False, f"no grasp pose: {exc}", wrong_object=exc.wrong_object)
+            return GraspOutcome(False, f"{NO_GRASP_POSE}: {exc}", wrong_object=exc.wrong_object)
         pos, quat = self.n.held_target
         try:
             pos, quat = to_frame(self.n.tf, pos, quat, self.n.odom_frame, self.n.map_frame)

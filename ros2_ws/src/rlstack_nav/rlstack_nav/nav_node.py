@@ -13,8 +13,10 @@ Subscribes: /goal_pose (geometry_msgs/PoseStamped, rviz "2D Goal Pose"), /odom (
             (geometry_msgs/PoseArray: obstacle points to inject, map or odom frame; an empty array
             clears all obstacles).
 Publishes:  /cmd_vel (geometry_msgs/Twist), /plan (nav_msgs/Path, transient local), /map
-            (nav_msgs/OccupancyGrid, transient local), /tf_static (map -> odom when
-            publish_map_to_odom), /diagnostics.
+            (nav_msgs/OccupancyGrid, transient local), ``~/obstacle_grid`` (nav_msgs/OccupancyGrid,
+            transient local: the cells the sensors marked, 100, on the map's grid; re-published
+            when they change, at most at diagnostics_rate_hz: in rviz, the obstacles that block a
+            goal), /tf_static (map -> odom when publish_map_to_odom), /diagnostics.
 
 Control cycles run on /odom messages (at most control_rate_hz of odometry time), so the node keeps
 pace with the simulator in realtime, fast and lockstep modes. A steady-clock watchdog stops the
@@ -95,6 +97,8 @@ class NavController(Node, NavOutputs):
         self.plan_pub = self.create_publisher(Path, "/plan", LATCHED)
         self.map_pub = self.create_publisher(OccupancyGridMsg, "/map", LATCHED)
         self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.obstacle_pub = self.create_publisher(OccupancyGridMsg, "~/obstacle_grid", LATCHED)
+        self._obstacle_version = -1
         self.tf_static_pub = self.create_publisher(TFMessage, "/tf_static", TF_STATIC) \
             if self.core.fixed_map_to_odom else None
 
@@ -133,6 +137,17 @@ class NavController(Node, NavOutputs):
 
     # ------------------------------------------------------------------ static publications
     def publish_map(self) -> None:
+        self.map_pub.publish(self._grid_msg(self.grid.data))
+
+    def publish_obstacles(self) -> None:
+        """``~/obstacle_grid`` when the marked cells changed since the last one."""
+        layer = self.nav.obstacles
+        if layer.version == self._obstacle_version:
+            return
+        self._obstacle_version = layer.version
+        self.obstacle_pub.publish(self._grid_msg(np.where(layer.marked, 100, 0)))
+
+    def _grid_msg(self, data: np.ndarray) -> OccupancyGridMsg:
         g = self.grid
         msg = OccupancyGridMsg()
         msg.header.frame_id = self.map_frame
@@ -142,8 +157,8 @@ class NavController(Node, NavOutputs):
         ox, oy, oyaw = g.origin
         msg.info.origin.position.x, msg.info.origin.position.y = ox, oy
         msg.info.origin.orientation.z, msg.info.origin.orientation.w = math.sin(oyaw / 2), math.cos(oyaw / 2)
-        msg.data = g.data.astype(np.int8).ravel().tolist()
-        self.map_pub.publish(msg)
+        msg.data = np.asarray(data).astype(np.int8).ravel().tolist()
+        return msg
 
     def publish_map_to_odom(self) -> None:
         x, y, yaw = self.core.map_to_odom
@@ -255,6 +270,7 @@ class NavController(Node, NavOutputs):
         self.plan_pub.publish(msg)
 
     def publish_diagnostics(self) -> None:
+        self.publish_obstacles()
         warn, message, kv = self.core.diagnostics()
         st = DiagnosticStatus()
         st.name = f"{self.get_name()}: navigation"

@@ -6,7 +6,8 @@
   ``[min_obstacle_height, max_obstacle_height]`` (the floor and the space above the robot are
   ignored; with ``floor_noise_per_m2`` the floor threshold rises with depth squared, as a stereo
   camera's noise does), outside the robot's own circle (``self_filter_radius``: the camera sees the arm) and
-  not already an obstacle of the static map. It clears a marked cell when a later frame looks
+  not already an obstacle of the static map (``static_margin``, growing with ``static_noise_per_m2`` x
+  depth squared). It clears a marked cell when a later frame looks
   *through* it (the cell, projected into the new image, has a farther depth return or none) or after
   ``persistence`` seconds. Obstacles can also be injected directly (``add_points``), which is how
   the ``~/obstacles`` topic of the node feeds it.
@@ -79,6 +80,7 @@ class ObstacleParams:
     max_range: float = 4.0              # m from the camera; farther returns are ignored
     self_filter_radius: float = 0.55    # m around base_link; returns inside are the robot itself
     static_margin: float = 0.08         # m; returns this close to a static-map obstacle are that obstacle
+    static_noise_per_m2: float = 0.0    # m per m^2 of depth: the static margin grows by this x depth^2 (noisy sensors)
     clear_margin: float = 0.10          # m; a cell is cleared when the camera sees this much farther
     persistence: float = 60.0           # s; marked cells are forgotten after this (0: never)
     stride: int = 4                     # use every stride-th pixel of the depth image
@@ -112,25 +114,27 @@ class ObstacleLayer:
         return np.column_stack([x, y]) if len(r) else np.zeros((0, 2))
 
     def add_points(self, points: np.ndarray, now: float, robot_xy: Optional[Sequence[float]] = None,
-                   filter_height: bool = True) -> int:
-        """Mark the cells of ``points`` ((N, 2) or (N, 3) map frame); returns how many cells were new."""
+                   filter_height: bool = True, static_margin: Optional[np.ndarray] = None) -> int:
+        """Mark the cells of ``points`` ((N, 2) or (N, 3) map frame); returns how many cells were new.
+        ``static_margin``: each point's own margin to static obstacles (N,), m (default: the parameter)."""
         pts = np.asarray(points, float)
         if pts.size == 0:
             return 0
         pts = pts.reshape(len(pts), -1)
-        pts = pts[np.all(np.isfinite(pts), axis=1)]
+        margin = np.full(len(pts), self.p.static_margin) if static_margin is None else \
+            np.asarray(static_margin, float).reshape(len(pts))
+        keep = np.all(np.isfinite(pts), axis=1)
         if pts.shape[1] >= 3 and filter_height:
-            z = pts[:, 2]
-            pts = pts[(z >= self.p.min_obstacle_height) & (z <= self.p.max_obstacle_height)]
-        if robot_xy is not None and len(pts):
-            d = np.hypot(pts[:, 0] - robot_xy[0], pts[:, 1] - robot_xy[1])
-            pts = pts[d > self.p.self_filter_radius]
+            keep &= (pts[:, 2] >= self.p.min_obstacle_height) & (pts[:, 2] <= self.p.max_obstacle_height)
+        if robot_xy is not None:
+            keep &= np.hypot(pts[:, 0] - robot_xy[0], pts[:, 1] - robot_xy[1]) > self.p.self_filter_radius
+        pts, margin = pts[keep], margin[keep]
         if not len(pts):
             return 0
         r, c = self.grid.world_to_index(pts[:, 0], pts[:, 1])
         ok = self.grid.contains(r, c)
-        r, c, pts = r[ok], c[ok], pts[ok]
-        keep = self.static_distance[r, c] > self.p.static_margin
+        r, c, pts, margin = r[ok], c[ok], pts[ok], margin[ok]
+        keep = self.static_distance[r, c] > margin
         r, c, pts = r[keep], c[keep], pts[keep]
         if not len(r):
             return 0
@@ -192,7 +196,13 @@ class ObstacleLayer:
         if self.p.floor_noise_per_m2 > 0.0:
             # A stereo camera's range error grows with depth squared (sigma ~ 0.0025 z^2 for a D435):
             # far floor returns scatter above min_obstacle_height and would become phantom obstacles.
-            pts = pts[pts[:, 2] >= self.p.min_obstacle_height + self.p.floor_noise_per_m2 * np.square(z)]
-        new = self.add_points(pts, now, robot_xy)
+            above = pts[:, 2] >= self.p.min_obstacle_height + self.p.floor_noise_per_m2 * np.square(z)
+            pts, z = pts[above], z[above]
+        margin = None
+        if self.p.static_noise_per_m2 > 0.0:
+            # The same noise puts far wall returns short of the wall, outside a fixed static_margin: a
+            # line of phantom cells along the wall blocked a staging pose 0.45 m from it (fetch seed 2).
+            margin = self.p.static_margin + self.p.static_noise_per_m2 * np.square(z)
+        new = self.add_points(pts, now, robot_xy, static_margin=margin)
         self.expire(now)
         return cleared, new

@@ -127,6 +127,8 @@ PARAMS: List[Param] = [
        0.0, 5.0, "obstacles"),
     _p("static_margin", 0.08, "m", "depth returns this close to a map obstacle are that obstacle", 0.0, 1.0,
        "obstacles"),
+    _p("static_noise_per_m2", 0.0, "m/m^2", "the static margin grows by this times depth squared (a noisy depth "
+       "camera's far wall returns fall short of the wall; 0: off)", 0.0, 0.1, "obstacles"),
     _p("clear_margin", 0.10, "m", "an obstacle cell is cleared when the camera sees this much farther through it",
        0.0, 2.0, "obstacles"),
     _p("obstacle_persistence", 60.0, "s", "obstacle cells are forgotten after this (0: kept until seen through)",

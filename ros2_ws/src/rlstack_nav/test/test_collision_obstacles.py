@@ -169,3 +169,34 @@ def test_floor_noise_threshold_removes_phantom_floor_obstacles_but_keeps_a_low_b
     aware.update_from_depth(depth, cam, rot, t, (0.2, 1.5), now=1.0)
     pts = aware.points()
     assert len(pts) > 0 and np.all(np.abs(pts[:, 0] - 1.8) < 0.15) and np.all(np.abs(pts[:, 1] - 1.5) < 0.15)
+
+
+def _noisy_wall_view(seed: int = 0):
+    """A level camera 0.5 m up at (1.9, 1.5) looking along +x at the layer's wall (x = 4.95, 3 m
+    ahead), with the D435-like range noise sigma = 0.0025 z^2 (~2 cm at 3 m)."""
+    cam = CameraModel(fx=140.0, fy=140.0, cx=80.0, cy=60.0, width=160, height=120)
+    rot = np.array([[0, 0, 1.0], [-1.0, 0, 0], [0, -1.0, 0]])   # optical z along world +x
+    t = np.array([1.9, 1.5, 0.5])
+    v, u = np.mgrid[0:cam.height, 0:cam.width].astype(float)
+    rays = np.stack([(u - cam.cx) / cam.fx, (v - cam.cy) / cam.fy, np.ones_like(u)], -1) @ rot.T
+    depth = (4.95 - t[0]) / rays[..., 0]       # optical depth = distance along +x to the wall face
+    rng = np.random.default_rng(seed)
+    depth = depth + rng.standard_normal(depth.shape) * 0.0025 * np.square(depth)
+    return depth.astype(np.float32), cam, rot, t
+
+
+def test_static_noise_margin_removes_phantom_cells_along_a_far_wall():
+    """Fetch seed 2 with depth noise: far wall returns fell short of the wall, outside the fixed
+    static_margin, and a line of phantom cells blocked a staging pose 0.45 m from the wall."""
+    depth, cam, rot, t = _noisy_wall_view()
+    plain = make_layer(stride=2, self_filter_radius=0.3, max_range=4.0)
+    plain.update_from_depth(depth, cam, rot, t, (1.9, 1.5), now=0.0)
+    assert plain.count() > 0 and np.all(plain.points()[:, 0] > 4.7)   # phantoms, all just short of the wall
+    aware = make_layer(stride=2, self_filter_radius=0.3, max_range=4.0, static_noise_per_m2=0.01)
+    aware.update_from_depth(depth, cam, rot, t, (1.9, 1.5), now=0.0)
+    assert aware.count() == 0
+    # a real obstacle in front of the wall (a post 0.5 m short of it) is still seen
+    depth[:, 70:90] = np.minimum(depth[:, 70:90], 2.55)
+    aware.update_from_depth(depth, cam, rot, t, (1.9, 1.5), now=1.0)
+    pts = aware.points()
+    assert len(pts) > 0 and np.all(np.abs(pts[:, 0] - 4.45) < 0.1)

@@ -103,7 +103,8 @@ def evaluate(layouts: int = 10, views: int = 3, seed: int = 7, hint_std: float =
                 if est.ok:
                     err = est.centre - truth
                     row.update(err_xy=float(np.hypot(err[0], err[1])), err_z=float(abs(err[2])),
-                               err_3d=float(np.linalg.norm(err)), symmetric=est.symmetric)
+                               err_3d=float(np.linalg.norm(err)), symmetric=est.symmetric,
+                               aspect=float(est.size[2] / max(est.size[0], est.size[1], 1e-6)))
                     if st.shape == "box":
                         true_yaw = _yaw(st.pose.orientation) - az
                         row["err_yaw_deg"] = abs(math.degrees(wrap_quarter(est.yaw - true_yaw)))
@@ -123,6 +124,14 @@ def _stats(values: List[float]) -> Dict[str, float]:
     return {"median": round(float(np.median(values)), 4), "p95": round(float(np.percentile(values, 95)), 4)}
 
 
+def _spread(values: List[float]) -> Dict[str, float]:
+    """min / 5th percentile / median / 95th percentile / max"""
+    if not values:
+        return {k: None for k in ("min", "p5", "median", "p95", "max")}
+    q = np.percentile(values, [0, 5, 50, 95, 100])
+    return dict(zip(("min", "p5", "median", "p95", "max"), (round(float(v), 3) for v in q)))
+
+
 def summarize(rows: List[Dict], reasons: Counter) -> Dict:
     out = {"views": len(rows), "usable": sum(r["ok"] for r in rows), "failures": dict(reasons), "groups": {}}
     for label, pick in (("all", lambda r: True), ("cubes", lambda r: r["shape"] == "box"),
@@ -136,19 +145,22 @@ def summarize(rows: List[Dict], reasons: Counter) -> Dict:
             "err_3d_m": _stats([r["err_3d"] for r in good]),
             "err_yaw_deg": _stats([r["err_yaw_deg"] for r in good if "err_yaw_deg" in r]),
             "symmetric_share": round(sum(r.get("symmetric", False) for r in good) / len(good), 3) if good else None,
+            "aspect": _spread([r["aspect"] for r in good]),
         }
     return out
 
 
 def markdown(res: Dict) -> str:
     lines = ["| objects | views | usable | x/y error median / p95 | z error median / p95 | 3-D median / p95 | "
-             "yaw error median / p95 (cubes) | read as round |", "|---|---|---|---|---|---|---|---|"]
+             "yaw error median / p95 (cubes) | read as round | height / footprint: min, p5, median, p95, max |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for label, g in res["groups"].items():
         f = lambda s, k=1000: "-" if s["median"] is None else f"{s['median'] * k:.1f} / {s['p95'] * k:.1f}"  # noqa: E731
         yaw = "-" if g["err_yaw_deg"]["median"] is None else \
             f"{g['err_yaw_deg']['median']:.1f} / {g['err_yaw_deg']['p95']:.1f} deg"
         lines.append(f"| {label} | {g['views']} | {g['usable']} | {f(g['err_xy_m'])} mm | {f(g['err_z_m'])} mm | "
-                     f"{f(g['err_3d_m'])} mm | {yaw} | {g['symmetric_share']} |")
+                     f"{f(g['err_3d_m'])} mm | {yaw} | {g['symmetric_share']} | "
+                     f"{'-' if g['aspect']['median'] is None else ', '.join(f'{v:.2f}' for v in g['aspect'].values())} |")
     return "\n".join(lines)
 
 
