@@ -199,6 +199,11 @@ class MissionNode(Node):
         self.cube_max_aspect = d("cube_max_aspect", 1.38, "Robot mode: a target the map calls a cube whose grasp-pose "
                                  "height exceeds this times its wider side is another object (WRONG_OBJECT; an upright "
                                  "cylinder stands 1.6x as high as wide); 0: not checked", min_value=0.0, max_value=10.0)
+        self.footprint_check_on_floor = d("footprint_check_on_floor", False, "Robot mode: also refuse an object on the "
+                                          "floor whose close look's footprint is round where a cube was asked for (or "
+                                          "square for a ball). Off: seen from 1 m through the depth noise a cube's top "
+                                          "reads round view after view; the height check still applies")
+        self.support_floor_max_z = 0.2   # m: a match lower than this lies on the floor (tables are 0.5 m)
         self.target_match_radius = d("target_match_radius", 0.3, "Perceived -> ground-truth object match radius, m",
                                      min_value=0.01, max_value=5.0)
         self.grasp_timeout = d("grasp_timeout_s", 14.0, "Time for one lift, s (sim time)", min_value=1.0,

@@ -9,7 +9,8 @@ import pytest
 
 from rlstack_mission.fetch import (FetchCode, FetchMission, FetchParams, GraspOutcome, Match, MissionAborted,
                                    NavOutcome, Pose2D, best_match, clearance, plan_approaches,
-                                   plan_floor_approaches, shape_mismatch, square_floor_approach,
+                                   plan_floor_approaches, shape_mismatch, square_floor_approach, expected_shape_words,
+                                   footprint_mismatch, height_mismatch,
                                    stand_pose_for_drop, wrap_quarter)
 from rlstack_mission.layouts import TABLES, make_layout
 from rlstack_nav.map_io import load_map
@@ -347,6 +348,17 @@ def test_a_cube_is_as_high_as_it_is_wide():
     assert shape_mismatch("red cube", symmetric=False, size=cylinder_read_square, cube_max_aspect=0) == ""   # off
     assert shape_mismatch("red cylinder", symmetric=True, size=cylinder_read_square) == ""
     assert shape_mismatch("red box", symmetric=False, size=cylinder_read_square) == ""   # a box may be tall
+
+
+def test_the_close_look_is_checked_against_what_was_asked_for():
+    """A green cube the map called "green cylinder" matched "the green cube"; checked against the
+    map's label, its square top set it aside as "not a cylinder" (tests/test_fetch_system.py)."""
+    assert expected_shape_words("the green cube", "green cylinder") == "the green cube"
+    assert footprint_mismatch(expected_shape_words("the green cube", "green cylinder"), symmetric=False) == ""
+    assert expected_shape_words("the green thing", "green cylinder") == "green cylinder"   # no shape asked
+    assert "not a cube" in height_mismatch("the red cube", (0.05, 0.05, 0.08))
+    assert height_mismatch("the red cube", (0.05, 0.05, 0.06)) == ""
+    assert footprint_mismatch("the red cube", symmetric=False) == ""
 
 
 def test_a_match_seen_close_by_to_be_another_object_is_set_aside(home):

@@ -18,7 +18,8 @@ few cm off the centre); this module refines that into a grasp pose from a close 
    the centre in x/y, the yaw mod 90 deg and the size; the centre's height is half way between
    support and top;
 5. **round or square**: a footprint whose area hardly changes with direction is round:
-   ``symmetric`` (yaw 0: any yaw grasps a ball or an upright cylinder alike).
+   ``symmetric`` (the yaw is still the footprint rectangle's: any yaw grasps a ball or an upright
+   cylinder alike, and a small noisy cube top can read round).
 
 Each estimate says how sure it is (``n_points``, ``fill``, ``quality``) and, when it is not
 usable, why (``reason``: ``TARGET_NOT_VISIBLE``, ``TOO_FEW_POINTS``, ``POSE_UNCERTAIN``, ``BAD_INPUT``):
@@ -81,7 +82,7 @@ class GraspPose:
     yaw: float = 0.0                 # rad, in [-pi/4, pi/4): the footprint's orientation mod 90 deg
     size: np.ndarray = field(default_factory=lambda: np.full(3, np.nan))   # footprint x/y along yaw, height
     support_height: float = math.nan
-    symmetric: bool = False          # round footprint: yaw carries no information
+    symmetric: bool = False          # round footprint (yaw: still the rectangle's, meaningless for a disc)
     n_points: int = 0
     fill: float = 0.0                # top-face points' hull area / rectangle area
     quality: float = 0.0             # 0..1: how much to trust it (points and fit)
@@ -106,7 +107,7 @@ def in_frame(estimate: GraspPose, rotation: np.ndarray, translation: np.ndarray)
     t = np.asarray(translation, dtype=np.float64)
     dyaw = math.atan2(r[1, 0], r[0, 0])
     return dataclasses.replace(estimate, centre=r @ estimate.centre + t,
-                               yaw=estimate.yaw if estimate.symmetric else wrap_quarter(estimate.yaw + dyaw),
+                               yaw=wrap_quarter(estimate.yaw + dyaw),
                                support_height=float(estimate.support_height + t[2]))
 
 
@@ -281,7 +282,10 @@ def estimate_grasp_pose(frame: Frame, hint: Sequence[float], config: GraspPoseCo
         footprint = (rng_m / frame.fy) * rng_m / drop      # one image row on a horizontal face, m
         centre2 = centre2 + (ray / horizontal) * 0.5 * config.far_edge_px * footprint
     symmetric = roundness > config.round_above
-    yaw = 0.0 if symmetric else wrap_quarter(angle)
+    # The yaw is the footprint rectangle's even when the footprint reads round: for a real disc any yaw
+    # grasps alike, but a cube's small noisy top seen from 1 m reads round view after view, and a yaw
+    # of 0 then closed the fingers on its corners (tests/test_fetch_system.py's floor cube: 3 lifts failed).
+    yaw = wrap_quarter(angle)
     # footprint along yaw: side a lies along `angle`, which differs from yaw by a multiple of 90 deg
     turns = int(round((angle - yaw) / (math.pi / 2.0))) % 2
     along, across = (sides[0], sides[1]) if turns == 0 else (sides[1], sides[0])
@@ -312,11 +316,8 @@ def fuse_estimates(estimates: Sequence[GraspPose], max_spread_m: float = 0.015,
     w = np.array([max(e.quality, 1e-3) for e in good])
     centre = np.average(np.array([e.centre for e in good]), axis=0, weights=w)
     symmetric = sum(e.symmetric for e in good) * 2 > len(good)
-    if symmetric:
-        yaw = 0.0
-    else:
-        yaw = wrap_quarter(math.atan2(float(np.average([math.sin(4 * e.yaw) for e in good], weights=w)),
-                                      float(np.average([math.cos(4 * e.yaw) for e in good], weights=w))) / 4.0)
+    yaw = wrap_quarter(math.atan2(float(np.average([math.sin(4 * e.yaw) for e in good], weights=w)),
+                                  float(np.average([math.cos(4 * e.yaw) for e in good], weights=w))) / 4.0)
     spread = max(float(np.linalg.norm(e.centre - centre)) for e in good)
     spread_yaw = 0.0 if symmetric else max(abs(wrap_quarter(e.yaw - yaw)) for e in good)
     fused = GraspPose(True, "", centre, yaw, np.average(np.array([e.size for e in good]), axis=0, weights=w),
