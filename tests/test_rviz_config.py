@@ -30,6 +30,7 @@ QOS_VALUES = {
 # What the fetch view must show (topic -> display class).
 EXPECTED = {
     "/map": "rviz_default_plugins/Map",
+    "/nav_controller/obstacle_grid": "rviz_default_plugins/Map",
     "/plan": "rviz_default_plugins/Path",
     "/odom": "rviz_default_plugins/Odometry",
     "/head_camera/image_raw": "rviz_default_plugins/Image",
