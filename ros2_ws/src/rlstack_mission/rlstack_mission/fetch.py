@@ -105,7 +105,7 @@ class NavOutcome:
 class GraspOutcome:
     ok: bool
     reason: str = ""
-    #: the close look showed another kind of object than the match's label (see :func:`shape_mismatch`)
+    #: the close look showed another kind of object than the match's label (see :func:`footprint_mismatch`, :func:`height_mismatch`)
     wrong_object: bool = False
     #: an estimate's centre (x, y) and yaw (mod 90 deg; None for a round object) in the map frame
     xy: Optional[Tuple[float, float]] = None
@@ -179,9 +179,10 @@ class RobotPorts(Protocol):
         """(occupied mask [row, col], resolution, (origin x, origin y)) of the static map."""
     def drive_straight(self, distance: float) -> NavOutcome: ...
     def turn(self, angle: float) -> NavOutcome: ...
-    def estimate_target(self, target: Match) -> GraspOutcome:
+    def estimate_target(self, target: Match, from_afar: bool = False) -> GraspOutcome:
         """Estimate the target's grasp pose now and hold it (robot mode; the ablation needs none):
-        for an object on the floor, which the camera no longer sees once the base has driven in."""
+        for an object on the floor, which the camera no longer sees once the base has driven in.
+        ``from_afar``: the look is from ~1 m (a floor object), where the footprint is not trusted."""
     def grasp(self, target: Match, estimate: bool = True) -> GraspOutcome:
         """Run the lift; ``estimate``: estimate the grasp pose first (False: use the one held by
         :meth:`estimate_target`)."""
@@ -405,9 +406,12 @@ def expected_shape_words(query: str, label: str) -> str:
 
 def footprint_mismatch(label: str, symmetric: bool) -> str:
     """Why a close look's footprint (``symmetric``: round) contradicts ``label``, or ''.
-    Not conclusive on its own: under the RGB-D depth noise a cube's 5 cm top seen from 1 m reads
-    round in about half the views (docs/perception.md), so the mission looks again before it
-    believes it."""
+
+    The map's crop embedder, seeing an upright cylinder side-on from afar, can take it for a cube of
+    the same colour (seeds 4 and 8 of the evaluation); from close by the grasp pose estimator sees
+    its round top. Not conclusive on its own: under the RGB-D depth noise a cube's 5 cm top seen from
+    1 m reads round in about half the views (docs/perception.md), so the mission looks again before
+    it believes it, and does not trust it from afar (:func:`height_mismatch` is conclusive)."""
     words = label.lower().split()
     if symmetric and any(w in SQUARE_SHAPES for w in words):
         return f"the close look shows a round object, not a {next(w for w in words if w in SQUARE_SHAPES)}"
@@ -429,18 +433,6 @@ def height_mismatch(label: str, size: Optional[Sequence[float]], cube_max_aspect
         return (f"the close look shows an object {height * 100:.1f} cm high on a {width * 100:.1f} cm "
                 "footprint, not a cube")
     return ""
-
-
-def shape_mismatch(label: str, symmetric: bool, size: Optional[Sequence[float]] = None,
-                   cube_max_aspect: float = 1.38) -> str:
-    """Why a close look contradicts ``label`` (:func:`footprint_mismatch`, then :func:`height_mismatch`),
-    or '' when it does not.
-
-    The map's crop embedder, seeing an upright cylinder side-on from afar, can take it for a cube of
-    the same colour (seeds 4 and 8 of the evaluation); from close by the grasp pose estimator sees
-    its round top, or (under depth noise, where a small top often reads square) its height: in the
-    first run with depth noise on, floor cylinders were fetched as "the red cube" three times."""
-    return footprint_mismatch(label, symmetric) or height_mismatch(label, size, cube_max_aspect)
 
 
 def stand_pose_for_drop(x: float, y: float, yaw: float, carry_offset: float) -> Pose2D:
@@ -711,7 +703,7 @@ class FetchMission:
         """Estimate the grasp pose of an object on the floor from where the robot stands; a cube
         turned more than ``floor_square_up_deg`` from the approach is looked at again from a free
         pose square to one of its faces first. None (reason in ``failures``) when no estimate."""
-        estimated = self.ports.estimate_target(target)
+        estimated = self.ports.estimate_target(target, from_afar=True)
         for squared in (False, True):
             if estimated.wrong_object:
                 raise _WrongObject(f"'{target.label}' at ({target.x:.2f}, {target.y:.2f}): {estimated.reason}")
@@ -735,7 +727,7 @@ class FetchMission:
                                             "approach: going round to face it square")
             if not self._drive_to(square.staging, "square-on pose").ok:
                 return estimated        # could not get there: grasp it from here
-            estimated = self.ports.estimate_target(target)
+            estimated = self.ports.estimate_target(target, from_afar=True)
         return estimated
 
     def _return(self, dropoff: Pose2D) -> None:

@@ -203,7 +203,6 @@ class MissionNode(Node):
                                           "floor whose close look's footprint is round where a cube was asked for (or "
                                           "square for a ball). Off: seen from 1 m through the depth noise a cube's top "
                                           "reads round view after view; the height check still applies")
-        self.support_floor_max_z = 0.2   # m: a match lower than this lies on the floor (tables are 0.5 m)
         self.target_match_radius = d("target_match_radius", 0.3, "Perceived -> ground-truth object match radius, m",
                                      min_value=0.01, max_value=5.0)
         self.grasp_timeout = d("grasp_timeout_s", 14.0, "Time for one lift, s (sim time)", min_value=1.0,

@@ -46,6 +46,7 @@ class RosPorts:
         self.n, self.goal = node, goal_handle
         self.period = 1.0 / node.rate_hz
         self._wrist_yaw: Optional[float] = None   # last /arm/ee_yaw sent in this fetch (None: none yet)
+        self._asked = ""   # the user's words (the last query): the close look is checked against their shape
 
     # -- plumbing
     def _check_cancel(self) -> None:
@@ -141,7 +142,7 @@ class RosPorts:
     def query(self, text: str) -> List[Match]:
         if not self.n.query_client.wait_for_service(timeout_sec=10.0):
             raise MissionAborted(FetchCode.ERROR, "the semantic map's query service /semantic_map/query is not up")
-        self._asked = text   # what the user asked for: the close look is checked against its shape words
+        self._asked = text
         req = QueryObjects.Request(text=text, max_results=5, min_score=-1.0)
         reply = self._wait_future(self.n.query_client.call_async(req), 10.0, "semantic map query")
         if not reply.success:
@@ -309,9 +310,10 @@ class RosPorts:
             return None if entry is None else float(entry[0][2])
         return None
 
-    def _perceived_pose(self, target: Match) -> Tuple[np.ndarray, np.ndarray, str, bool]:
+    def _perceived_pose(self, target: Match, from_afar: bool) -> Tuple[np.ndarray, np.ndarray, str, bool]:
         """The grasp_pose service's estimate of ``target`` (position, quaternion, frame, round); up to
-        ``grasp_pose_attempts`` tries, the robot still, then GraspRefused with the last reason."""
+        ``grasp_pose_attempts`` tries, the robot still, then GraspRefused with the last reason.
+        ``from_afar``: a floor look from ~1 m, where a round footprint is not trusted."""
         client = self.n.grasp_pose_client
         if not client.wait_for_service(timeout_sec=10.0):
             raise MissionAborted(FetchCode.ERROR, f"the grasp pose service {self.n.grasp_pose_service} is not up")
@@ -321,9 +323,8 @@ class RosPorts:
         req = EstimateGraspPose.Request(views=self.n.estimate_views, frame_id=self.n.odom_frame)
         req.hint.header.frame_id = self.n.map_frame
         req.hint.point.x, req.hint.point.y, req.hint.point.z = target.x, target.y, target.z
-        expected = expected_shape_words(getattr(self, "_asked", ""), target.label)
+        expected = expected_shape_words(self._asked, target.label)
         reason = ""
-        footprint_refusals = 0
         for attempt in range(self.n.estimate_attempts):
             if attempt:
                 self._sim_sleep(0.3)   # fresh frames (new depth noise) before the next look
@@ -335,25 +336,23 @@ class RosPorts:
                 taller = height_mismatch(expected, size, self.n.cube_max_aspect)
                 if taller:    # conclusive: the height of a cylinder is not noise
                     raise GraspRefused(f"WRONG_OBJECT: {taller} ({seen})", wrong_object=True)
-                # On the floor the look is from ~1 m, where a noisy cube top reads round view after view
+                # From ~1 m (the floor) a noisy cube top reads round view after view
                 # (tests/test_fetch_system.py's floor cube: 3 of 3 looks): the footprint is not trusted there.
-                on_floor = target.z < self.n.support_floor_max_z
-                other = "" if on_floor and not self.n.footprint_check_on_floor else \
+                other = "" if from_afar and not self.n.footprint_check_on_floor else \
                     footprint_mismatch(expected, bool(reply.symmetric))
                 if not other:
                     p, q = reply.pose.pose.position, reply.pose.pose.orientation
                     return (np.array([p.x, p.y, p.z]), np.array([q.x, q.y, q.z, q.w]),
                             reply.pose.header.frame_id or self.n.base_frame, bool(reply.symmetric))
                 # not conclusive alone (a noisy cube top from 1 m reads round half the time): look again
-                footprint_refusals += 1
                 reason = f"WRONG_OBJECT: {other} ({seen})"
             else:
                 reason = reply.reason
             self.n.get_logger().warning(f"grasp pose of '{target.label}', try {attempt + 1}: {reason}")
-        # another kind of object only when every look that saw it said so
-        raise GraspRefused(reason or "no estimate", wrong_object=footprint_refusals > 0 and reason.startswith("WRONG"))
+        # another kind of object when the last look said so (a look that did not returned above)
+        raise GraspRefused(reason or "no estimate", wrong_object=reason.startswith("WRONG_OBJECT"))
 
-    def _hold_target_estimate(self, target: Match) -> bool:
+    def _hold_target_estimate(self, target: Match, from_afar: bool = False) -> bool:
         """Robot mode: look (the arm out of the camera's view), estimate the grasp pose, hold it in odom.
         Returns whether the object is round (its yaw means nothing)."""
         self.n.held_target = None
@@ -362,7 +361,7 @@ class RosPorts:
             self._turn_wrist(0.0)   # the arm is clear: square again after an earlier grasp
         self._sim_sleep(0.3)   # frames taken with the arm away
         try:
-            pos, quat, frame, symmetric = self._perceived_pose(target)
+            pos, quat, frame, symmetric = self._perceived_pose(target, from_afar)
         finally:
             self._move_ee(self.n.carry_point, 4.0, gripper_open=True)   # where the lift policy starts
         try:
@@ -371,13 +370,13 @@ class RosPorts:
             raise MissionAborted(FetchCode.ERROR, f"cannot hold the grasp target in '{self.n.odom_frame}': {exc}")
         return symmetric
 
-    def estimate_target(self, target: Match) -> GraspOutcome:
+    def estimate_target(self, target: Match, from_afar: bool = False) -> GraspOutcome:
         """Robot mode: estimate the grasp pose now and hold it in odom for the next :meth:`grasp`
         (``estimate=False``); the ablation reads the simulator during the grasp and needs none."""
         if self.n.grasp_source != "perception":
             return GraspOutcome(True)
         try:
-            symmetric = self._hold_target_estimate(target)
+            symmetric = self._hold_target_estimate(target, from_afar)
         except GraspRefused as exc:
             return GraspOutcome(False, f"{NO_GRASP_POSE}: {exc}", wrong_object=exc.wrong_object)
         pos, quat = self.n.held_target

@@ -9,7 +9,7 @@ import pytest
 
 from rlstack_mission.fetch import (FetchCode, FetchMission, FetchParams, GraspOutcome, Match, MissionAborted,
                                    NavOutcome, Pose2D, best_match, clearance, plan_approaches,
-                                   plan_floor_approaches, shape_mismatch, square_floor_approach, expected_shape_words,
+                                   plan_floor_approaches, square_floor_approach, expected_shape_words,
                                    footprint_mismatch, height_mismatch,
                                    stand_pose_for_drop, wrap_quarter)
 from rlstack_mission.layouts import TABLES, make_layout
@@ -133,7 +133,7 @@ class ScriptedRobot:
         self.pose = Pose2D(self.pose.x, self.pose.y, self.pose.yaw + angle)
         return NavOutcome(True)
 
-    def estimate_target(self, target):
+    def estimate_target(self, target, from_afar=False):
         self._tick("estimate")
         return self.estimates.pop(0) if self.estimates else GraspOutcome(True)
 
@@ -333,21 +333,22 @@ def test_no_grasp_pose_from_afar_is_retried_then_grasp_failed(home):
 
 
 def test_shape_mismatch_reads_the_label():
-    assert "round" in shape_mismatch("red cube", symmetric=True)
-    assert shape_mismatch("red cube", symmetric=False) == ""
-    assert "square" in shape_mismatch("blue cylinder", symmetric=False)
-    assert shape_mismatch("blue ball", symmetric=True) == ""
-    assert shape_mismatch("mug", symmetric=True) == "" and shape_mismatch("mug", symmetric=False) == ""
+    assert "round" in footprint_mismatch("red cube", symmetric=True)
+    assert footprint_mismatch("red cube", symmetric=False) == ""
+    assert "square" in footprint_mismatch("blue cylinder", symmetric=False)
+    assert footprint_mismatch("blue ball", symmetric=True) == ""
+    assert footprint_mismatch("mug", symmetric=True) == "" and footprint_mismatch("mug", symmetric=False) == ""
 
 
 def test_a_cube_is_as_high_as_it_is_wide():
     cylinder_read_square = (0.052, 0.049, 0.081)   # an upright 5 x 8 cm cylinder whose top read square: 1.56
     cube = (0.051, 0.047, 0.052)
-    assert "8.1 cm high" in shape_mismatch("red cube", symmetric=False, size=cylinder_read_square)
-    assert shape_mismatch("red cube", symmetric=False, size=cube) == ""
-    assert shape_mismatch("red cube", symmetric=False, size=cylinder_read_square, cube_max_aspect=0) == ""   # off
-    assert shape_mismatch("red cylinder", symmetric=True, size=cylinder_read_square) == ""
-    assert shape_mismatch("red box", symmetric=False, size=cylinder_read_square) == ""   # a box may be tall
+    assert "8.1 cm high" in height_mismatch("red cube", size=cylinder_read_square)
+    assert height_mismatch("red cube", size=cube) == ""
+    assert height_mismatch("red cube", size=cylinder_read_square, cube_max_aspect=0) == ""   # off
+    assert footprint_mismatch("red cylinder", symmetric=True) == ""
+    assert height_mismatch("red cylinder", size=cylinder_read_square) == ""
+    assert height_mismatch("red box", size=cylinder_read_square) == ""   # a box may be tall
 
 
 def test_the_close_look_is_checked_against_what_was_asked_for():
