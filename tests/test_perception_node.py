@@ -230,6 +230,9 @@ def test_bad_inputs_are_skipped_counted_and_the_node_stays_up(ros_processes, ros
     values = diag(ros_probe, diag_q, lambda v: int(v.get("skipped_bad_encoding", 0)) >= 1)
     assert int(values["frames_processed"]) == 0 and int(values["frames_skipped"]) >= 6
     assert node.alive()
+    # a query says so too: "no object" reads differently when no frame was ever used
+    summary = query(ros_probe, "the yellow cube").message
+    assert "0 camera frame(s) used" in summary and "bad_encoding: 1" in summary, summary
     # then a good frame with its transform is processed and answers queries
     tf_pub.publish(_static_tf(frame))
     ros_probe.spin_for(0.3)
@@ -238,6 +241,7 @@ def test_bad_inputs_are_skipped_counted_and_the_node_stays_up(ros_processes, ros
     reply = query(ros_probe, "the yellow cube")
     p = reply.matches[0].object.position
     assert np.linalg.norm(np.array([p.x, p.y, p.z]) - truth["yellow cube"]) < 0.03
+    assert "1 camera frame(s) used, the last" in reply.message, reply.message
     assert node.alive()
 
 

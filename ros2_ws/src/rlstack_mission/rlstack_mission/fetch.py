@@ -173,6 +173,9 @@ class RobotPorts(Protocol):
     (e.g. CANCELED) to end the mission at once."""
 
     def query(self, text: str) -> List[Match]: ...
+    def map_status(self) -> str:
+        """The semantic map's own summary with its last answer (objects held, camera frames used and
+        skipped), for the reason of a NOT_FOUND; '' when unknown."""
     def navigate(self, pose: Pose2D) -> NavOutcome: ...
     def base_pose(self) -> Pose2D: ...
     def occupancy(self) -> Tuple[np.ndarray, float, Tuple[float, float]]:
@@ -462,6 +465,7 @@ class FetchMission:
         self.durations: Dict[str, float] = {}
         self._next_waypoint = 0                       # exploration resumes here when asked again
         self._explore_deadline: Optional[float] = None
+        self._best_seen: Optional[Match] = None         # the best-scoring match of any score (NOT_FOUND's reason)
 
     # -- bookkeeping
     def _enter(self, phase: str, detail: str = "") -> None:
@@ -552,7 +556,7 @@ class FetchMission:
         from the next unvisited waypoint on."""
         if self._phase is None:
             self._enter("LOCATE", f"asking the semantic map for '{query}'")
-        found = best_match(self.ports.query(query), self.p.min_match_score, avoid=avoid)
+        found = self._ask(query, avoid)
         if found is not None:
             return found
         if self._explore_deadline is None:
@@ -574,15 +578,29 @@ class FetchMission:
                 outcome = self._beside_waypoint(i, Pose2D(x, y, yaw), outcome)
             n = max(1, self.p.look_around_yaws)
             for k in range(n):
-                found = best_match(self.ports.query(query), self.p.min_match_score, avoid=avoid)
+                found = self._ask(query, avoid)
                 if found is not None:
                     return found
                 if self.clock() > deadline or k == n - 1 or self.p.look_around_yaws == 0:
                     break
                 self.ports.turn(2 * math.pi / n)  # look around in place
+        best = self._best_seen
+        seen = f"best: '{best.label}' scored {best.score:.2f}" if best is not None else "the map returned no match at all"
+        status = self.ports.map_status()
         raise MissionAborted(FetchCode.NOT_FOUND,
                              f"nothing in the semantic map matched '{query}' with score >= {self.p.min_match_score:g} "
-                             f"after exploring {len(waypoints)} waypoint(s)")
+                             f"after exploring {len(waypoints)} waypoint(s) ({seen}"
+                             f"{'; the map: ' + status if status else ''})")
+
+    def _ask(self, query: str, avoid: Sequence[Match]) -> Optional[Match]:
+        """The map's best match of ``query`` at or above ``min_match_score`` (none near ``avoid``); the
+        best of any score is kept for the NOT_FOUND reason (a near miss reads differently from a map
+        that holds nothing)."""
+        matches = self.ports.query(query)
+        for m in matches:
+            if math.isfinite(m.score) and (self._best_seen is None or m.score > self._best_seen.score):
+                self._best_seen = m
+        return best_match(matches, self.p.min_match_score, avoid=avoid)
 
     def _beside_waypoint(self, i: int, waypoint: Pose2D, failed: NavOutcome) -> NavOutcome:
         """Waypoint ``i`` could not be reached: try free poses beside it; look from where the robot ends."""

@@ -47,6 +47,7 @@ class RosPorts:
         self.period = 1.0 / node.rate_hz
         self._wrist_yaw: Optional[float] = None   # last /arm/ee_yaw sent in this fetch (None: none yet)
         self._asked = ""   # the user's words (the last query): the close look is checked against their shape
+        self._map_status = ""   # the semantic map's summary with its last answer
 
     # -- plumbing
     def _check_cancel(self) -> None:
@@ -145,21 +146,41 @@ class RosPorts:
         self._asked = text
         req = QueryObjects.Request(text=text, max_results=5, min_score=-1.0)
         reply = self._wait_future(self.n.query_client.call_async(req), 10.0, "semantic map query")
+        self._map_status = reply.message
         if not reply.success:
             self.n.get_logger().warning(f"semantic map query failed: {reply.message}", throttle_duration_sec=5.0)
             return []
+        frame = reply.header.frame_id or self.n.map_frame
+        if reply.matches and frame != self.n.map_frame:
+            self._wait_for_transform(frame, self.n.map_frame)
         out = []
         for m in reply.matches:
             pos = np.array([m.object.position.x, m.object.position.y, m.object.position.z])
-            frame = reply.header.frame_id or self.n.map_frame
             if frame != self.n.map_frame:
-                try:
-                    pos, _ = to_frame(self.n.tf, pos, np.array([0, 0, 0, 1.0]), frame, self.n.map_frame, None)
-                except KeyError:
-                    continue
+                pos, _ = to_frame(self.n.tf, pos, np.array([0, 0, 0, 1.0]), frame, self.n.map_frame, None)
             out.append(Match(int(m.object.id), m.object.label, float(pos[0]), float(pos[1]), float(pos[2]),
                              float(m.score)))
         return out
+
+    def map_status(self) -> str:
+        return self._map_status
+
+    def _wait_for_transform(self, src: str, dst: str, timeout_s: float = 5.0) -> None:
+        """Wait (wall time) until ``src`` and ``dst`` are connected on /tf(/tf_static), or end the
+        mission with ERROR: matches the mission cannot place were dropped without a word before, and
+        the fetch then explored for nothing and ended NOT_FOUND."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                self.n.tf.transform((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), src, dst)
+                return
+            except KeyError as exc:
+                if time.monotonic() > deadline:
+                    raise MissionAborted(FetchCode.ERROR, f"cannot place the semantic map's objects ('{src}') in "
+                                                          f"'{dst}': {exc} (is nav_controller publishing {dst} -> "
+                                                          f"{src}?)") from None
+            self._check_cancel()
+            time.sleep(0.05)
 
     # -- navigation
     def navigate(self, pose: Pose2D) -> NavOutcome:

@@ -109,6 +109,9 @@ class ScriptedRobot:
             return [Match(7, "yellow cube", 2.6, -1.85, 0.525, 0.95), Match(8, "yellow ball", 0, 1, 0.03, 0.7)]
         return [Match(8, "yellow ball", 0, 1, 0.03, 0.7)]
 
+    def map_status(self):
+        return "1 match(es) among 1 object(s); 40 camera frame(s) used"
+
     def navigate(self, pose):
         self._tick("navigate")
         if self.nav_fails and self.nav_fails.pop(0):
@@ -238,6 +241,8 @@ def test_not_found_after_exploring_every_waypoint(home):
     robot = ScriptedRobot(home, found_after_queries=10**6)
     r = run(robot, query="the purple elephant")
     assert r.code == FetchCode.NOT_FOUND and "purple elephant" in r.reason and "2 waypoint" in r.reason
+    # the reason tells a near miss from an empty map, and carries the map's own account of its input
+    assert "best: 'yellow ball' scored 0.70" in r.reason and "40 camera frame(s) used" in r.reason
 
 
 def test_unreachable_when_navigation_fails_on_every_side(home):

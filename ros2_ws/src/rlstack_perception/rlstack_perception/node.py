@@ -158,6 +158,7 @@ class SemanticMapNode(Node):
         self.skips = Counter()
         self.last_ms = {}
         self.last_update = time.monotonic()
+        self.last_processed = time.monotonic()   # when a frame was last used (wall time)
 
         if autoload and self.map_file:
             self._load()
@@ -253,6 +254,7 @@ class SemanticMapNode(Node):
             self._skip(exc.kind, str(exc))
             return
         self.counts["frames_processed"] += 1
+        self.last_processed = time.monotonic()
         self.counts["detections"] += len(res.detections)
         for k, v in res.dropped.items():
             self.counts[f"dropped_{k}"] += v
@@ -352,8 +354,19 @@ class SemanticMapNode(Node):
             return response
         response.matches = [ObjectMatch(object=self._object_msg(o), score=float(s)) for o, s in ranked]
         response.success = True
-        response.message = f"{len(ranked)} match(es) among {len(self.pipeline.map)} object(s)"
+        response.message = f"{len(ranked)} match(es) among {len(self.pipeline.map)} object(s); {self._frames_summary()}"
         return response
+
+    def _frames_summary(self) -> str:
+        """How the camera input is going, for an answer that finds nothing: 'no object' reads
+        differently when no frame was ever used (a dead camera topic, a missing transform)."""
+        used, skipped = self.counts["frames_processed"], self.counts["frames_skipped"]
+        text = f"{used} camera frame(s) used"
+        if used:
+            text += f", the last {time.monotonic() - self.last_processed:.1f} s ago"
+        if skipped:
+            text += f", {skipped} skipped (" + ", ".join(f"{k}: {n}" for k, n in self.skips.most_common()) + ")"
+        return text
 
     def _forget(self, request, response):
         if request.max_results == 0:

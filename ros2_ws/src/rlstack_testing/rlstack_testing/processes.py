@@ -25,6 +25,55 @@ _STARTED: "weakref.WeakSet[NodeProcess]" = weakref.WeakSet()
 MIDDLEWARE_VARS = ("RMW_IMPLEMENTATION", "FASTDDS_DEFAULT_PROFILES_FILE", "ROS_AUTOMATIC_DISCOVERY_RANGE")
 
 
+def _start_time(pid: int) -> str | None:
+    """The process's start time in clock ticks (field 22 of /proc/<pid>/stat), or None if gone:
+    with the pid it names one process, whatever the pid is reused for later."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def _descendants(pid: int) -> list[tuple[int, str]]:
+    """Every live descendant of ``pid`` as (pid, start time), from /proc/*/stat (Linux; [] elsewhere)."""
+    children: dict[int, list[tuple[int, str]]] = {}
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue    # gone meanwhile
+        children.setdefault(int(fields[1]), []).append((int(entry.name), fields[19]))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child[0])
+    return out
+
+
+def _kill_survivors(processes: Sequence[tuple[int, str]], timeout_s: float = 5.0) -> None:
+    """SIGKILL those of ``processes`` (pid, start time) that still run, and wait until they are gone."""
+    alive = [(pid, st) for pid, st in processes if _start_time(pid) == st]
+    for pid, _ in alive:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    deadline = time.monotonic() + timeout_s
+    while alive and time.monotonic() < deadline:
+        # a zombie (killed, not yet reaped by its parent) still has its stat entry: it is gone for us
+        alive = [(pid, st) for pid, st in alive if _start_time(pid) == st and not _is_zombie(pid)]
+        time.sleep(0.02)
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
 def live_processes() -> list["NodeProcess"]:
     """Processes started by the harness in this interpreter that are still running."""
     return [p for p in list(_STARTED) if p.alive()]
@@ -118,7 +167,13 @@ class NodeProcess:
             os.killpg(self.popen.pid, sig)
 
     def stop(self, grace: float = 5.0) -> int:
-        """Stop the whole process group: SIGINT, then SIGTERM, then SIGKILL. Return the exit code."""
+        """Stop the whole process group: SIGINT, then SIGTERM, then SIGKILL. Return the exit code.
+
+        A runner starts each node in a process group of its own, which the signals to the
+        runner's group do not reach; a node that outlived a failed test once drove a robot in
+        the next graph on the machine (a second navigation server). So every descendant seen
+        before the first signal that is still alive at the end is killed too."""
+        descendants = _descendants(self.popen.pid)
         for sig, wait_s in ((signal.SIGINT, grace), (signal.SIGTERM, 2.0), (signal.SIGKILL, 5.0)):
             if not self.alive():
                 break
@@ -135,6 +190,7 @@ class NodeProcess:
             os.killpg(self.popen.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+        _kill_survivors(descendants)
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None

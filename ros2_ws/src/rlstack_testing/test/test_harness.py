@@ -80,3 +80,32 @@ def test_no_process_survives_its_group(tmp_path):
             assert not proc.alive()
             with pytest.raises(ProcessLookupError):
                 os.kill(proc.pid, 0)
+
+
+def test_a_grandchild_in_its_own_group_is_stopped_with_its_parent(tmp_path):
+    """What the runner does to its nodes: each in a process group of its own. A node that ignores
+    SIGTERM once outlived a failed test and drove the robot of the next graph; stop() kills it too."""
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import os, signal, subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import signal, time; "
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN); signal.signal(signal.SIGINT, signal.SIG_IGN); "
+        "time.sleep(600)'], preexec_fn=lambda: os.setpgid(0, 0))\n"
+        "print(child.pid, flush=True)\n"
+        "time.sleep(600)\n")
+    with lease_domain_id() as lease:
+        group = ProcessGroup(lease.domain_id, tmp_path)
+        parent = group.start([os.sys.executable, str(script)], name="parent")
+        deadline = time.monotonic() + 20
+        while not parent.log_text().strip() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        grandchild = int(parent.log_text().split()[0])
+        os.kill(grandchild, 0)          # running, in a group of its own
+        assert os.getpgid(grandchild) != os.getpgid(parent.pid)
+        group.stop_all(grace=1.0)
+    # gone, or a zombie that init has not reaped yet (it runs no more)
+    try:
+        state = open(f"/proc/{grandchild}/stat").read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        state = "gone"
+    assert state in ("gone", "Z"), state
