@@ -153,8 +153,6 @@ def _info(frame, stamp, width=None, height=None):
 
 
 def _static_tf(frame):
-    from rlstack_perception.frame import quat_to_matrix  # noqa: F401
-
     r = frame.rotation
     # rotation matrix -> quaternion (x, y, z, w); r is a proper rotation from look-at
     w = math.sqrt(max(0.0, 1 + r[0, 0] + r[1, 1] + r[2, 2])) / 2

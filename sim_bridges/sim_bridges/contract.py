@@ -432,6 +432,13 @@ class SimBackend(abc.ABC):
         """Open or close the gripper."""
         raise self._not_supported(Capability.GRIPPER)
 
+    def gripper_contacts(self) -> List[str]:
+        """What touches the fingers now, one line per contact (other body and link, normal force,
+        distance), plus the finger coupling's force where there is one: for a bridge's report of
+        a gripper that does not move when commanded. Simulator truth, for logs only. [] where the
+        engine cannot say."""
+        return []
+
     def set_cart_force(self, force: float) -> None:
         """Horizontal force (N) on the cart-pole cart, latched until changed."""
         raise self._not_supported(Capability.CART_FORCE)

@@ -128,6 +128,7 @@ class PyBulletBackend(SimBackend):
         self._caps: frozenset = frozenset()
         self._robots: List[_Robot] = []
         self._objects: Dict[str, _Object] = {}
+        self._finger_gear: Optional[int] = None
         self._joints: Dict[str, _Joint] = {}
         self._joint_names: Tuple[str, ...] = ()
         self._position_joints: Dict[str, _Joint] = {}
@@ -297,6 +298,7 @@ class PyBulletBackend(SimBackend):
         c = p.createConstraint(robot.body, a, robot.body, b, jointType=p.JOINT_GEAR, jointAxis=[1, 0, 0],
                                parentFramePosition=[0, 0, 0], childFramePosition=[0, 0, 0], physicsClientId=self._cid)
         p.changeConstraint(c, gearRatio=-1, erp=0.1, maxForce=50, physicsClientId=self._cid)
+        self._finger_gear = c
 
     def _build_cameras(self, spec: SceneSpec) -> None:
         robots = {r.spec.name: r for r in self._robots}
@@ -727,6 +729,33 @@ class PyBulletBackend(SimBackend):
             forces=[arm.finger_force] * len(joints),
             physicsClientId=self._cid,
         )
+
+    def gripper_contacts(self) -> List[str]:
+        robot = self._arm
+        if robot is None or robot.spec.arm is None:
+            return []
+        cid = self._cid
+        names = {o.body: name for name, o in self._objects.items()}
+        names.update({r.body: r.spec.name for r in self._robots})
+
+        def where(body: int, link: int) -> str:
+            what = names.get(body) or p.getBodyInfo(body, physicsClientId=cid)[1].decode() or f"body {body}"
+            if link >= 0:
+                what += "/" + p.getJointInfo(body, link, physicsClientId=cid)[12].decode()
+            return what
+
+        lines = []
+        for joint in robot.spec.arm.finger_joints:
+            link = robot.joints[joint].index
+            for c in p.getContactPoints(bodyA=robot.body, linkIndexA=link, physicsClientId=cid):
+                normal = ", ".join(f"{v:+.2f}" for v in c[7])
+                lines.append(f"{where(c[1], c[3])} touches {where(c[2], c[4])}: normal force {c[9]:.1f} N, "
+                             f"distance {c[8] * 1000:+.1f} mm, normal on B ({normal}), "
+                             f"friction {c[10]:.1f} / {c[12]:.1f} N")
+        if self._finger_gear is not None:
+            forces = p.getConstraintState(self._finger_gear, physicsClientId=cid)
+            lines.append("finger coupling: " + ", ".join(f"{v:+.1f}" for v in forces))
+        return lines
 
     def set_cart_force(self, force: float) -> None:
         """Latched horizontal force on the cart (N, +x).

@@ -16,7 +16,6 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter, OrderedDict
-from pathlib import Path
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue

@@ -303,3 +303,40 @@ class BaseStallMonitor:
             self.stalls += 1
             return True
         return False
+
+
+class GripperStallMonitor:
+    """Notices a gripper commanded open whose fingers neither open nor move.
+
+    Why: about one put-down in ten in ROS runs, both finger motors pushed open at their full force
+    while the fingers stood still at the cube's width (docs/mission.md, "the put-down jam"); it
+    never happened in process. The bridge checks once per diagnostics period and, once per stall,
+    reports what the simulator says touches the fingers, so the next jam, wherever it happens,
+    leaves its cause in the log.
+
+    :param stall_s: how long the fingers must stand still (within ``min_motion``) to count, s
+    :param min_motion: a change of the finger opening larger than this is motion, m
+    :param open_margin: an opening within this of fully open counts as open, m
+    """
+
+    def __init__(self, stall_s: float = 1.0, min_motion: float = 0.001, open_margin: float = 0.005) -> None:
+        self.stall_s, self.min_motion, self.open_margin = float(stall_s), float(min_motion), float(open_margin)
+        self._since: Optional[float] = None
+        self._width = 0.0
+        self.reported = False
+        self.stalls = 0
+
+    def update(self, commanded_open: Optional[bool], width: float, open_width: float, now: float) -> bool:
+        """True once per stall, when the fingers, commanded open, have stood still short of open for
+        ``stall_s``; resets when they open, move or are commanded closed."""
+        if commanded_open is not True or width >= open_width - self.open_margin:
+            self._since, self.reported = None, False
+            return False
+        if self._since is None or abs(width - self._width) > self.min_motion:
+            self._since, self._width, self.reported = now, width, False
+            return False
+        if not self.reported and now - self._since >= self.stall_s:
+            self.reported = True
+            self.stalls += 1
+            return True
+        return False

@@ -21,7 +21,7 @@ import math
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from rlstack_sim.commands import (BaseStallMonitor, CommandRejected, JointBounds, RejectLog, VelocityLimiter,
+from rlstack_sim.commands import (BaseStallMonitor, GripperStallMonitor, CommandRejected, JointBounds, RejectLog, VelocityLimiter,
                                   Watchdog, clip_ee_delta, hold_targets, validate_joint_targets, validate_scalar,
                                   validate_twist)
 from rlstack_sim.config import ConfigError, RateMeter
@@ -57,6 +57,9 @@ class CommandHandler:
         self.sim, self.limiter, self.max_ee_step = sim, limiter, max_ee_step
         self._clock, self._info, self._warning = clock, info, warning
         self.stall_monitor = BaseStallMonitor()
+        self.gripper_monitor = GripperStallMonitor()
+        self.finger_joints: List[str] = []
+        self.finger_open_width = 0.0   # both fingers fully open, m
         self.watchdog = Watchdog(timeout_s)
         self.rejects = RejectLog(WARN_PERIOD_S)
         self.clipped: Dict[str, int] = {}
@@ -76,6 +79,10 @@ class CommandHandler:
         self.has_base = C.BASE_VELOCITY in capabilities
         position_joints = [n for r in spec.robots for n in r.position_joints]
         fingers = {n for r in spec.robots if r.arm is not None for n in r.arm.finger_joints}
+        self.finger_joints = [n for r in spec.robots if r.arm is not None for n in r.arm.finger_joints]
+        self.finger_open_width = sum(r.arm.finger_open * len(r.arm.finger_joints) for r in spec.robots
+                                     if r.arm is not None)
+        self.gripper_monitor = GripperStallMonitor()
         self.controllable = {n: JointBounds(joint_limits[n].lower, joint_limits[n].upper) for n in position_joints}
         self.hold_joints = {n: b for n, b in self.controllable.items() if n not in fingers}
         self.cart_max_force = next((r.cart_max_force for r in spec.robots if r.cart_joint), 0.0)
@@ -191,6 +198,26 @@ class CommandHandler:
                     self.sim.set_joint_targets(names, positions)
             elif channel == "cart":
                 self.sim.set_cart_force(0.0)
+
+    def check_gripper_stall(self) -> str:
+        """Fingers commanded open that stand still short of open (GripperStallMonitor): warn once
+        per stall with the finger positions and efforts and what touches the fingers (simulator
+        truth, for the log only). Returns the warning while the stall lasts."""
+        if not self.finger_joints:
+            return ""
+        js = self.sim.joint_state()
+        index = {n: i for i, n in enumerate(js.names)}
+        if any(n not in index for n in self.finger_joints):
+            return ""
+        pos = [float(js.position[index[n]]) for n in self.finger_joints]
+        if self.gripper_monitor.update(self.gripper_open, sum(pos), self.finger_open_width, self.sim.sim_time):
+            effort = [round(float(js.effort[index[n]]), 1) for n in self.finger_joints]
+            contacts = self.sim.gripper_contacts()
+            self._warning(
+                f"gripper stalled: commanded open for {self.gripper_monitor.stall_s:g} s of sim time but the fingers "
+                f"stand at {[round(v, 4) for v in pos]} m with efforts {effort}; touching the fingers: "
+                + ("; ".join(contacts) if contacts else "nothing the simulator reports"))
+        return "gripper stalled: commanded open but not opening" if self.gripper_monitor.reported else ""
 
     def check_base_stall(self, paused: bool) -> str:
         """A base commanded to move that does not (BaseStallMonitor): warn with the evidence and
@@ -466,4 +493,8 @@ def diagnostic_values(stepper: Stepper, commands: CommandHandler, scene: str, co
     values["base_stalls"] = str(commands.stall_monitor.stalls)
     if stall:
         warn, message = True, stall
+    gripper = commands.check_gripper_stall()
+    values["gripper_stalls"] = str(commands.gripper_monitor.stalls)
+    if gripper:
+        warn, message = True, gripper
     return warn, message, values

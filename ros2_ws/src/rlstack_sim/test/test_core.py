@@ -154,7 +154,7 @@ def test_diagnostics_values(cartpole):
     warn, message, values = diagnostic_values(stepper, cmd, "cartpole", 60.0, meters, {}, 1.0)
     assert not warn and message == "lockstep, rtf 0.00"
     assert values["rejected.cart_force/non_finite"] == "1" and values["watchdog"] == "cart=idle"
-    assert list(values)[-1] == "base_stalls"
+    assert list(values)[-2:] == ["base_stalls", "gripper_stalls"] and values["gripper_stalls"] == "0"
 
 
 def test_wheel_odometry_drifts_from_the_truth(home):
@@ -177,3 +177,48 @@ def test_parameters_and_backend_errors():
     assert all(p.min_value <= p.default <= p.max_value for p in ranged)
     with pytest.raises(ConfigError, match="does not build scene"):
         make_backend("mujoco", "home")
+
+
+def test_fingers_held_shut_are_reported_with_what_holds_them(home):
+    """The put-down jam's report: fixed blocks just outside both fingers stop the opening (outside one
+    finger only, the hand itself gives way); once the fingers stand still, commanded open, for a
+    second of sim time, the bridge warns once with the finger positions, their efforts and what the
+    simulator says touches them."""
+    import numpy as np
+    import pybullet as p
+
+    sim, cmd, stepper, log, _, _ = home
+    robot, cid = sim._arm, sim._cid
+    fingers = [robot.joints[n].index for n in robot.spec.arm.finger_joints]
+
+    def finger_positions():
+        return [np.array(p.getLinkState(robot.body, f, computeForwardKinematics=1, physicsClientId=cid)[4])
+                for f in fingers]
+
+    cmd.gripper(False)
+    stepper.run(120, lambda: None)
+    closed = finger_positions()
+    cmd.gripper(True)
+    stepper.run(120, lambda: None)
+    opened = finger_positions()
+    cmd.gripper(False)
+    stepper.run(120, lambda: None)
+    block = p.createCollisionShape(p.GEOM_BOX, halfExtents=[0.03, 0.003, 0.03], physicsClientId=cid)
+    for c, o in zip(closed, opened):
+        outward = (o - c) / np.linalg.norm(o - c)
+        p.createMultiBody(0, block, basePosition=((c + o) / 2 + 0.015 * outward).tolist(), physicsClientId=cid)
+
+    cmd.gripper(True)
+    reports = []
+    for _ in range(16):                                 # 4 s, checked every 0.25 s as diagnostics would
+        stepper.run(15, lambda: None)
+        reports.append(cmd.check_gripper_stall())
+    assert reports[0] == "" and reports[-1] == "gripper stalled: commanded open but not opening", reports
+    assert len(log.warning) == 1 and cmd.gripper_monitor.stalls == 1   # warned once per stall
+    warning = log.warning[0]
+    assert "gripper stalled" in warning and "touches body" in warning and "normal force" in warning, warning
+    js = sim.joint_state()
+    assert sum(float(v) for n, v in zip(js.names, js.position) if "finger" in n) < 0.06
+    cmd.gripper(False)                                  # commanded closed: no stall any more
+    stepper.run(30, lambda: None)
+    assert cmd.check_gripper_stall() == ""
