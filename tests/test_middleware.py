@@ -76,3 +76,44 @@ def test_small_message_profile_holds_no_network_socket(ros_processes, ros_probe,
     reply = ros_probe.call(QueryObjects, "/query_objects", QueryObjects.Request(text="cube"))
     assert reply.success
     assert inet_sockets(node.pid) == []
+
+
+def test_a_late_tf_static_subscriber_gets_every_publishers_message(ros_domain_id):
+    """/tf_static holds one latched message per publisher (the bridge's camera mount, navigation's
+    map -> odom). A subscriber with a history of 1 keeps only the one delivered last, when both
+    arrive before its callback runs: the mission lost map -> odom that way (CI: every semantic-map
+    match dropped, NOT_FOUND). With the mission's TF_STATIC profile both arrive."""
+    import time
+
+    from geometry_msgs.msg import TransformStamped
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from tf2_msgs.msg import TFMessage
+
+    from rlstack_mission.mission_node import TF_STATIC
+    from rlstack_testing.probe import RosProbe
+
+    latched_1 = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
+    publishers = RosProbe(ros_domain_id, name="tf_static_publishers")
+    try:
+        keep = []
+        for parent, child in (("map", "odom"), ("base_link", "head_camera_link")):
+            pub = publishers.node.create_publisher(TFMessage, "/tf_static", latched_1)
+            t = TransformStamped()
+            t.header.frame_id, t.child_frame_id = parent, child
+            pub.publish(TFMessage(transforms=[t]))
+            keep.append(pub)
+        received = {}
+        for name, qos in (("depth_1", latched_1), ("mission", TF_STATIC)):
+            late = RosProbe(ros_domain_id, name=f"late_{name}")
+            try:
+                got = received.setdefault(name, [])
+                late.node.create_subscription(TFMessage, "/tf_static",
+                                              lambda m, got=got: got.extend(t.child_frame_id for t in m.transforms), qos)
+                time.sleep(2.0)     # both messages reach the reader's history before any callback runs
+                late.spin_for(1.0)
+            finally:
+                late.close()
+        assert sorted(received["mission"]) == ["head_camera_link", "odom"], received
+        assert len(received["depth_1"]) == 1, received     # why the profile matters
+    finally:
+        publishers.close()

@@ -744,14 +744,25 @@ class PyBulletBackend(SimBackend):
                 what += "/" + p.getJointInfo(body, link, physicsClientId=cid)[12].decode()
             return what
 
+        # contact points and normals in the grasp frame (the arm's ee link): the same numbers whichever
+        # way the robot faces
+        grasp_pos, grasp_orn = self._link_pose(robot, robot.spec.arm.ee_link)
+        inv_pos, inv_orn = p.invertTransform(grasp_pos, grasp_orn)
+
+        def in_grasp(point, direction=False):
+            if direction:
+                return p.multiplyTransforms([0, 0, 0], inv_orn, point, [0, 0, 0, 1])[0]
+            return p.multiplyTransforms(inv_pos, inv_orn, point, [0, 0, 0, 1])[0]
+
         lines = []
         for joint in robot.spec.arm.finger_joints:
             link = robot.joints[joint].index
             for c in p.getContactPoints(bodyA=robot.body, linkIndexA=link, physicsClientId=cid):
-                normal = ", ".join(f"{v:+.2f}" for v in c[7])
+                at = ", ".join(f"{v * 1000:+.1f}" for v in in_grasp(c[5]))
+                normal = ", ".join(f"{v:+.2f}" for v in in_grasp(c[7], direction=True))
                 lines.append(f"{where(c[1], c[3])} touches {where(c[2], c[4])}: normal force {c[9]:.1f} N, "
-                             f"distance {c[8] * 1000:+.1f} mm, normal on B ({normal}), "
-                             f"friction {c[10]:.1f} / {c[12]:.1f} N")
+                             f"distance {c[8] * 1000:+.1f} mm, at ({at}) mm and normal on B ({normal}) in the "
+                             f"grasp frame, friction {c[10]:.1f} / {c[12]:.1f} N")
         if self._finger_gear is not None:
             forces = p.getConstraintState(self._finger_gear, physicsClientId=cid)
             lines.append("finger coupling: " + ", ".join(f"{v:+.1f}" for v in forces))

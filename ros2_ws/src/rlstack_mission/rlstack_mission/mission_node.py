@@ -58,6 +58,10 @@ from .frames import TfTree, yaw_of, to_frame
 from .ros_ports import RosPorts
 
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
+# /tf_static has one latched message per publisher (the bridge's camera mount, navigation's map -> odom):
+# with a history of 1 the one that arrived second replaced the first before the callback took it, and
+# the mission lost map -> odom for its whole life (every match then dropped: NOT_FOUND in CI). tf2's depth.
+TF_STATIC = QoSProfile(depth=100, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
 FINGERS = ("panda_finger_joint1", "panda_finger_joint2")
 
 
@@ -84,7 +88,7 @@ class MissionNode(Node):
         self.create_subscription(Odometry, "/odom", self._on_odom, 20, **g)
         self.create_subscription(OccupancyGrid, "/map", self._on_map, LATCHED, **g)
         self.create_subscription(TFMessage, "/tf", lambda m: self.tf.update(m, static=False), 100, **g)
-        self.create_subscription(TFMessage, "/tf_static", lambda m: self.tf.update(m, static=True), LATCHED, **g)
+        self.create_subscription(TFMessage, "/tf_static", lambda m: self.tf.update(m, static=True), TF_STATIC, **g)
         self.create_subscription(JointState, "/joint_states", self._on_joints, 20, **g)
         if self.grasp_source == "ground_truth":
             self.create_subscription(MarkerArray, "/sim_ground_truth/markers", self._on_ground_truth, 10, **g)

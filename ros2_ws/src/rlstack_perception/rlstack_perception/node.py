@@ -73,6 +73,10 @@ def image_array(msg: Image, kind: str) -> np.ndarray:
     return np.ascontiguousarray(arr.astype(np.float32) if ch == 1 else arr)
 
 
+#: no camera frame used for this long (wall time): the node says what it did receive, s
+INPUT_WATCH_S = 5.0
+
+
 class SemanticMapNode(Node):
     def __init__(self) -> None:
         super().__init__("semantic_map")
@@ -158,14 +162,16 @@ class SemanticMapNode(Node):
         self.last_ms = {}
         self.last_update = time.monotonic()
         self.last_processed = time.monotonic()   # when a frame was last used (wall time)
+        self._silence_reported = False
 
         if autoload and self.map_file:
             self._load()
         self.map_pub = self.create_publisher(SemanticMap, "semantic_map", 1)
         self.marker_pub = self.create_publisher(MarkerArray, "semantic_map/markers", 1)
         self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        self.create_subscription(Image, self.rgb_topic, lambda m: self._image(m, self.rgb_msgs), IMAGE_QOS)
-        self.create_subscription(Image, self.depth_topic, lambda m: self._image(m, self.depth_msgs), IMAGE_QOS)
+        self.create_subscription(Image, self.rgb_topic, lambda m: self._image(m, self.rgb_msgs, "rgb"), IMAGE_QOS)
+        self.create_subscription(Image, self.depth_topic, lambda m: self._image(m, self.depth_msgs, "depth"),
+                                 IMAGE_QOS)
         self.create_subscription(CameraInfo, self.info_topic, self._info, 10)
         self.create_subscription(TFMessage, "/tf", lambda m: self._tf(m, False), 100)
         self.create_subscription(TFMessage, "/tf_static", lambda m: self._tf(m, True), STATIC_QOS)
@@ -176,6 +182,7 @@ class SemanticMapNode(Node):
         self.create_service(Trigger, "~/load", self._load_srv)
         self.create_timer(1.0 / self.rate, self._update)
         self.create_timer(diag_period, self._diagnostics)
+        self.create_timer(INPUT_WATCH_S, self._watch_input)
         if self.autosave > 0 and self.map_file:
             self.create_timer(self.autosave, lambda: self._save(None, Trigger.Response()))
         self.get_logger().info(f"ready: {self.rgb_topic} + {self.depth_topic} -> semantic_map in "
@@ -206,7 +213,8 @@ class SemanticMapNode(Node):
         raise ValueError(f"unknown embedder '{kind}' (crop_cnn, clip)")
 
     # ---------------------------------------------------------------- inputs
-    def _image(self, msg: Image, store: OrderedDict) -> None:
+    def _image(self, msg: Image, store: OrderedDict, kind: str) -> None:
+        self.counts[f"{kind}_received"] += 1
         store[msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec] = msg
         while len(store) > 4:
             store.popitem(last=False)
@@ -355,6 +363,22 @@ class SemanticMapNode(Node):
         response.success = True
         response.message = f"{len(ranked)} match(es) among {len(self.pipeline.map)} object(s); {self._frames_summary()}"
         return response
+
+    def _watch_input(self) -> None:
+        """No frame used for ``INPUT_WATCH_S``: say what did arrive (a dead camera topic, a lost
+        transform and images that never pair read differently), once per silence."""
+        idle = time.monotonic() - self.last_processed
+        if idle < INPUT_WATCH_S:
+            self._silence_reported = False
+            return
+        if self._silence_reported:
+            return
+        self._silence_reported = True
+        c = self.counts
+        self.get_logger().warning(
+            f"no camera frame used for {idle:.0f} s: received {c['rgb_received']} rgb and {c['depth_received']} "
+            f"depth image(s) on {self.rgb_topic} and {self.depth_topic}, camera_info "
+            f"{'yes' if self.info is not None else 'none yet'}; {self._frames_summary()}")
 
     def _frames_summary(self) -> str:
         """How the camera input is going, for an answer that finds nothing: 'no object' reads
