@@ -283,6 +283,10 @@ class PyBulletBackend(SimBackend):
             self._arm = robot
             if spec.arm.fingers_coupled and len(spec.arm.finger_joints) == 2:
                 self._couple_fingers(robot, spec.arm)
+            if not spec.arm.finger_friction_anchors:
+                for name in spec.arm.finger_joints:   # see ArmSpec.finger_friction_anchors
+                    p.changeDynamics(robot.body, robot.joints[name].index, frictionAnchor=0,
+                                     physicsClientId=self._cid)
         if spec.cart_joint is not None:
             self._cart = robot
         if spec.plate_joints is not None:

@@ -86,6 +86,13 @@ class ArmSpec:
         as the Franka Hand's), enforced by a gear constraint. Uncoupled, each finger is its own
         20 N motor: a held object can slide the finger pair sideways as one piece until a finger
         reaches its limit, and opening then drags the object along instead of letting it go.
+    :param finger_friction_anchors: keep the URDF's ``<friction_anchor/>`` on the finger links (PyBullet).
+        Off by default: Bullet keeps an anchored contact point, world-space normal and all, for as
+        long as its friction stays inside the cone, so a cube held while the robot turned ~180 deg
+        kept contacts whose normals now pointed the wrong way; on opening they acted as a wall
+        1.2 mm outside the pads and held the fingers shut against the motors (the put-down jam,
+        docs/mission.md; in process, sim_bridges/test/test_put_down_jam.py: 4 of 8 half turns with anchors
+        jammed, 0 of 8 without).
     """
 
     joints: Tuple[str, ...]
@@ -97,6 +104,7 @@ class ArmSpec:
     finger_force: float
     ee_down: Tuple[float, float, float, float] = (1.0, 0.0, 0.0, 0.0)
     fingers_coupled: bool = True
+    finger_friction_anchors: bool = False
 
 
 @dataclass(frozen=True)
