@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 
 import pybullet as p
-import pytest
 
 from sim_bridges.contract import Pose
 from sim_bridges.pybullet_backend.backend import PyBulletBackend
