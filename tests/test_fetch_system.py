@@ -188,20 +188,6 @@ def test_no_robot_side_node_reads_simulator_truth(graph):
     assert probe.node.count_publishers("/sim_ground_truth/markers") >= 1
 
 
-def test_every_tf_static_subscriber_keeps_every_publishers_message(graph):
-    """Two nodes latch a message on /tf_static (the bridge, navigation); a subscriber with a shorter
-    history than that can lose one of them (tests/test_middleware.py shows how): the mission once
-    lost map -> odom so, and every match of the semantic map was dropped."""
-    node = graph.probe.node
-    publishers = node.get_publishers_info_by_topic("/tf_static")
-    assert len(publishers) >= 2
-    for sub in node.get_subscriptions_info_by_topic("/tf_static"):
-        if sub.node_name == node.get_name():
-            continue
-        assert sub.qos_profile.depth >= max(10, len(publishers)), \
-            f"{sub.node_name} subscribes to /tf_static with a history of {sub.qos_profile.depth}"
-
-
 def test_grasp_pose_service_refuses_with_a_reason(graph):
     from rlstack_interfaces.srv import EstimateGraspPose
 

@@ -78,20 +78,31 @@ def test_small_message_profile_holds_no_network_socket(ros_processes, ros_probe,
     assert inet_sockets(node.pid) == []
 
 
-def test_a_late_tf_static_subscriber_gets_every_publishers_message(ros_domain_id):
+def _tf_static_profiles():
+    """The /tf_static subscription profile of every node that reads it (by module and name)."""
+    for module, name in (("rlstack_mission.mission_node", "TF_STATIC"), ("rlstack_perception.node", "STATIC_QOS"),
+                         ("rlstack_perception.grasp_pose_node", "TF_STATIC"), ("rlstack_nav.nav_node", "TF_STATIC"),
+                         ("rlstack_localization.localizer_node", "TF_STATIC")):
+        yield pytest.param(module, name, id=module.split(".")[-1])
+
+
+@pytest.mark.parametrize("module, name", list(_tf_static_profiles()))
+def test_a_late_tf_static_subscriber_gets_every_publishers_message(ros_domain_id, module, name):
     """/tf_static holds one latched message per publisher (the bridge's camera mount, navigation's
     map -> odom). A subscriber with a history of 1 keeps only the one delivered last, when both
     arrive before its callback runs: the mission lost map -> odom that way (CI: every semantic-map
-    match dropped, NOT_FOUND). With the mission's TF_STATIC profile both arrive."""
+    match dropped, NOT_FOUND). With each node's own profile both arrive. (A live graph cannot be
+    checked instead: discovery does not carry a reader's history depth.)"""
+    import importlib
     import time
 
     from geometry_msgs.msg import TransformStamped
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from tf2_msgs.msg import TFMessage
 
-    from rlstack_mission.mission_node import TF_STATIC
     from rlstack_testing.probe import RosProbe
 
+    profile = getattr(importlib.import_module(module), name)
     latched_1 = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
     publishers = RosProbe(ros_domain_id, name="tf_static_publishers")
     try:
@@ -103,17 +114,17 @@ def test_a_late_tf_static_subscriber_gets_every_publishers_message(ros_domain_id
             pub.publish(TFMessage(transforms=[t]))
             keep.append(pub)
         received = {}
-        for name, qos in (("depth_1", latched_1), ("mission", TF_STATIC)):
-            late = RosProbe(ros_domain_id, name=f"late_{name}")
+        for label, qos in (("depth_1", latched_1), (name, profile)):
+            late = RosProbe(ros_domain_id, name=f"late_{label.lower()}")
             try:
-                got = received.setdefault(name, [])
+                got = received.setdefault(label, [])
                 late.node.create_subscription(TFMessage, "/tf_static",
                                               lambda m, got=got: got.extend(t.child_frame_id for t in m.transforms), qos)
                 time.sleep(2.0)     # both messages reach the reader's history before any callback runs
                 late.spin_for(1.0)
             finally:
                 late.close()
-        assert sorted(received["mission"]) == ["head_camera_link", "odom"], received
+        assert sorted(received[name]) == ["head_camera_link", "odom"], received
         assert len(received["depth_1"]) == 1, received     # why the profile matters
     finally:
         publishers.close()

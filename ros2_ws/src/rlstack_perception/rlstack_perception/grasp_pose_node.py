@@ -37,6 +37,8 @@ from rlstack_perception.node import image_array, secs, to_time
 from rlstack_perception.tf_buffer import TfBuffer
 
 NO_FRAME = "NO_FRAME"
+#: /tf_static: one latched message per publisher, tf2's history (a history of 1 can lose one of them)
+TF_STATIC = QoSProfile(depth=100, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
 
 
 class GraspPoseNode(Node):
@@ -81,12 +83,10 @@ class GraspPoseNode(Node):
         self.info: Optional[CameraInfo] = None
         self.frames: deque = deque(maxlen=self.keep)
         self.counts: Counter = Counter()
-        latched = QoSProfile(depth=100, durability=DurabilityPolicy.TRANSIENT_LOCAL,
-                             reliability=ReliabilityPolicy.RELIABLE)
         self.create_subscription(Image, depth_topic, self._on_depth, 2)
         self.create_subscription(CameraInfo, info_topic, self._on_info, 2)
         self.create_subscription(TFMessage, "/tf", lambda m: self._on_tf(m, False), 100)
-        self.create_subscription(TFMessage, "/tf_static", lambda m: self._on_tf(m, True), latched)
+        self.create_subscription(TFMessage, "/tf_static", lambda m: self._on_tf(m, True), TF_STATIC)
         self.create_service(EstimateGraspPose, "~/estimate", self._estimate)
         self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.create_timer(1.0, self._diagnostics)
