@@ -21,9 +21,9 @@ import math
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from rlstack_sim.commands import (BaseStallMonitor, GripperStallMonitor, CommandRejected, JointBounds, RejectLog, VelocityLimiter,
-                                  Watchdog, clip_ee_delta, hold_targets, validate_joint_targets, validate_scalar,
-                                  validate_twist)
+from rlstack_sim.commands import (BaseStallMonitor, CommandRejected, GripperStallMonitor, JointBounds, RejectLog,
+                                  VelocityLimiter, Watchdog, clip_ee_delta, hold_targets, validate_joint_targets,
+                                  validate_scalar, validate_twist)
 from rlstack_sim.config import ConfigError, RateMeter
 
 __all__ = ["BaseOdometry", "CommandHandler", "FAST_SLICE_S", "MAX_CATCHUP_STEPS", "STREAMS", "Stepper",
