@@ -172,7 +172,7 @@ class RosPorts:
         deadline = time.monotonic() + timeout_s
         while True:
             try:
-                self.n.tf.transform((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), src, dst)
+                self.n.tf.lookup(dst, src)
                 return
             except KeyError as exc:
                 if time.monotonic() > deadline:

@@ -25,25 +25,28 @@ _STARTED: "weakref.WeakSet[NodeProcess]" = weakref.WeakSet()
 MIDDLEWARE_VARS = ("RMW_IMPLEMENTATION", "FASTDDS_DEFAULT_PROFILES_FILE", "ROS_AUTOMATIC_DISCOVERY_RANGE")
 
 
+def _stat_fields(pid: int) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name (state first), or None if gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
 def _start_time(pid: int) -> str | None:
     """The process's start time in clock ticks (field 22 of /proc/<pid>/stat), or None if gone:
     with the pid it names one process, whatever the pid is reused for later."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[19]
+    fields = _stat_fields(pid)
+    return None if fields is None else fields[19]
 
 
 def _descendants(pid: int) -> list[tuple[int, str]]:
     """Every live descendant of ``pid`` as (pid, start time), from /proc/*/stat (Linux; [] elsewhere)."""
     children: dict[int, list[tuple[int, str]]] = {}
     for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue    # gone meanwhile
-        children.setdefault(int(fields[1]), []).append((int(entry.name), fields[19]))
+        fields = _stat_fields(int(entry.name))
+        if fields is not None:    # None: gone meanwhile
+            children.setdefault(int(fields[1]), []).append((int(entry.name), fields[19]))
     out, todo = [], [pid]
     while todo:
         for child in children.get(todo.pop(), []):
@@ -68,10 +71,8 @@ def _kill_survivors(processes: Sequence[tuple[int, str]], timeout_s: float = 5.0
 
 
 def _is_zombie(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return True
+    fields = _stat_fields(pid)
+    return fields is None or fields[0] == "Z"
 
 
 def live_processes() -> list["NodeProcess"]:
