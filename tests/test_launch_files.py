@@ -49,3 +49,21 @@ def test_check_reports_a_missing_executable_in_one_line(tmp_path):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "no_such_node" in lines[0] and lines[0].startswith("rlstack_launch: error:")
     assert "Traceback" not in result.stderr
+
+
+def _params(launch_file, args, node):
+    spec = next(s for s in load_launch_file(str(REPO / "launch" / launch_file), args) if s.name == node)
+    return {e[1]: e[2] for e in spec.params if e[0] == "param"}
+
+
+@pytest.mark.parametrize("args", [{}, {"robot_mode": "false"}], ids=["robot_mode", "ground_truth_ablation"])
+def test_the_fetch_graph_has_depth_noise_on_by_default(args):
+    """A robot's camera is not exact (issue 14): the fetch graph's bridge publishes noisy depth unless
+    asked not to, and navigation widens its floor and wall thresholds to match. The ablation keeps
+    the noise, so that it differs from robot mode only in where the grasp pose comes from."""
+    assert _params("fetch.launch.yaml", args, "sim_bridge")["depth_noise"] == "true"
+    nav = _params("fetch.launch.yaml", args, "nav_controller")
+    assert float(nav["floor_noise_per_m2"]) > 0 and float(nav["static_noise_per_m2"]) > 0
+    off = {**args, "depth_noise": "false"}
+    assert _params("fetch.launch.yaml", off, "sim_bridge")["depth_noise"] == "false"
+    assert float(_params("fetch.launch.yaml", off, "nav_controller")["floor_noise_per_m2"]) == 0

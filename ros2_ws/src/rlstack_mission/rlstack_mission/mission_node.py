@@ -132,6 +132,9 @@ class MissionNode(Node):
         self.params_ = FetchParams(
             min_match_score=d("min_match_score", p.min_match_score, "Least semantic-map score of a match (cosine)",
                               min_value=-1.0, max_value=1.0),
+            near_miss_score=d("near_miss_score", p.near_miss_score, "After exploring, the best match scoring at least "
+                              "this (under min_match_score) is looked at from close by and fetched only if it then "
+                              "reaches min_match_score (>= min_match_score: off)", min_value=-1.0, max_value=1.0),
             explore_waypoints=[tuple(waypoints[i:i + 3]) for i in range(0, len(waypoints) - 2, 3)],
             look_around_yaws=d("look_around_yaws", p.look_around_yaws, "Headings looked at per waypoint (0: none)",
                                min_value=0, max_value=36),
