@@ -25,8 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rlstack_perception.embed import (CROP, LABELS, PROTOTYPE_TEMPLATES, WEIGHTS_DIR, TextEncoder, crop_input,
-                                      unit)
+from rlstack_perception.embed import (CROP, LABELS, PROTOTYPE_TEMPLATES, WEIGHTS_DIR, TextEncoder, crop_input)
 
 BACKGROUND = "background clutter"
 ALL_LABELS = LABELS + (BACKGROUND,)
@@ -46,15 +45,22 @@ def unseen_queries():
     return out
 
 
-def render_dataset(seeds, views_per_object: int, jitters: int, rng_seed: int, log=print):
-    """(crops uint8 (N,4,32,32), labels int (N,), layout seed (N,)) from home and panda_table."""
+def render_dataset(seeds, views_per_object: int, jitters: int, rng_seed: int, log=print, depth_noise_share: float = 0.0):
+    """(crops uint8 (N,4,32,32), labels int (N,), layout seed (N,)) from home and panda_table.
+
+    ``depth_noise_share``: this share of the views goes through the bridge's RGB-D depth noise model
+    (``sim_bridges.sensor_noise.DepthNoise``, the fetch graph's default) before segmentation, so the
+    embedder also learns the ragged masks a real depth camera gives; the labels still come from the
+    exact render."""
     from sim_bridges import make_backend
+    from sim_bridges.sensor_noise import DepthNoise
 
     from rlstack_perception import simtools as st
     from rlstack_perception.segment import DepthPlaneSegmenter, FilterConfig, filter_segments, support_levels
 
     seg = DepthPlaneSegmenter()
     rng = np.random.default_rng(rng_seed)
+    noise = DepthNoise()
     xs, ys, ss = [], [], []
     with make_backend("pybullet") as sim:
         for scene in ("home", "panda_table"):
@@ -66,10 +72,12 @@ def render_dataset(seeds, views_per_object: int, jitters: int, rng_seed: int, lo
                 height = (0.8, 1.5) if scene == "home" else (0.6, 1.2)
                 for _name, eye, tgt in st.object_views(sim, rng, views_per_object, dist, height, scene=scene):
                     f = st.render_view(sim, eye, tgt)
+                    gms = st.gt_masks(f, objs, 1)          # from the exact render
+                    if depth_noise_share > 0 and rng.random() < depth_noise_share:
+                        f.depth, f.rgb = noise.apply(f.depth, f.fx, f.fy, f.cx, f.cy, rng, f.rgb)
                     pts, valid = f.points_world()
                     segs, _ = filter_segments(seg.segment(f, pts, valid, support_levels(pts, valid)), valid,
                                               FilterConfig(min_area=12))
-                    gms = st.gt_masks(f, objs, 1)
                     for s in segs:
                         best, iou = None, 0.0
                         for gname, gm in gms.items():
@@ -121,7 +129,9 @@ def main(argv=None) -> int:
     ap.add_argument("--reg-weight", type=float, default=10.0,
                     help="weight of the cosine regression to the own prototype (keeps embeddings on the "
                          "text prototypes, which unseen wordings need)")
-    ap.add_argument("--cache", default="out/perception/crops.npz")
+    ap.add_argument("--depth-noise-share", type=float, default=0.0,
+                    help="share of the views rendered through the bridge's depth noise model (0..1)")
+    ap.add_argument("--cache", default="", help="crop cache (default out/perception/crops[_noise<share>].npz)")
     ap.add_argument("--out", default=str(WEIGHTS_DIR))
     args = ap.parse_args(argv)
 
@@ -129,7 +139,10 @@ def main(argv=None) -> int:
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    cache = Path(args.cache)
+    if not 0.0 <= args.depth_noise_share <= 1.0:
+        ap.error(f"--depth-noise-share is a share in [0, 1], got {args.depth_noise_share}")
+    suffix = f"_noise{args.depth_noise_share:g}" if args.depth_noise_share > 0 else ""
+    cache = Path(args.cache or f"out/perception/crops{suffix}.npz")
     t0 = time.time()
     train_seeds = list(range(args.train_seeds))
     test_seeds = list(range(1000, 1000 + args.test_seeds))
@@ -138,8 +151,8 @@ def main(argv=None) -> int:
         x, y, s = d["x"], d["y"], d["s"]
         print(f"[dataset] loaded {len(x)} crops from {cache}")
     else:
-        x1, y1, s1 = render_dataset(train_seeds, args.views, 3, 0)
-        x2, y2, s2 = render_dataset(test_seeds, args.views, 1, 1)
+        x1, y1, s1 = render_dataset(train_seeds, args.views, 3, 0, depth_noise_share=args.depth_noise_share)
+        x2, y2, s2 = render_dataset(test_seeds, args.views, 1, 1, depth_noise_share=args.depth_noise_share)
         x, y, s = np.concatenate([x1, x2]), np.concatenate([y1, y2]), np.concatenate([s1, s2])
         cache.parent.mkdir(parents=True, exist_ok=True)
         np.savez_compressed(cache, x=x, y=y, s=s)
@@ -232,7 +245,7 @@ def main(argv=None) -> int:
         "heldout_crop_top1": round(crop_acc, 4), "heldout_crop_top1_objects": round(crop_acc_obj, 4),
         "retrieval_top1_trained_wordings": round(ret_trained, 4),
         "retrieval_top1_unseen_wordings": round(ret_unseen, 4), "unseen_queries": len(queries),
-        "reg_weight": args.reg_weight,
+        "reg_weight": args.reg_weight, "depth_noise_share": args.depth_noise_share,
         "params": int(sum(p.numel() for p in model.parameters())),
     }
     onnx_path.with_suffix(".json").write_text(json.dumps(card, indent=1) + "\n")
