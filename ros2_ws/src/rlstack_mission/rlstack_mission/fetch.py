@@ -593,7 +593,7 @@ class FetchMission:
                 if self.clock() > deadline or k == n - 1 or self.p.look_around_yaws == 0:
                     break
                 self.ports.turn(2 * math.pi / n)  # look around in place
-        near = self._near_miss(query, avoid)
+        near = self._near_miss(avoid)
         if near is not None:
             return near
         best = self._best_seen
@@ -614,7 +614,7 @@ class FetchMission:
                 self._best_seen = m
         return best_match(matches, self.p.min_match_score, avoid=avoid)
 
-    def _near_miss(self, query: str, avoid: Sequence[Match]) -> Optional[Match]:
+    def _near_miss(self, avoid: Sequence[Match]) -> Optional[Match]:
         """Exploring is over and nothing reached ``min_match_score``: the best match scoring at least
         ``near_miss_score`` (none near ``avoid``), marked unconfirmed. A far view scores lower than a
         close one (with depth noise a 5 cm cube 1.2 m away scored 0.84 against 0.85), so it is looked
@@ -629,12 +629,11 @@ class FetchMission:
                                        f"{near.score:.2f}, under {self.p.min_match_score:g}: looking at it from close by")
         return replace(near, confirmed=False)
 
-    def _confirm(self, query: str, target: Match) -> Match:
-        """A near miss seen again from its staging pose: the map's match there if it now reaches
-        ``min_match_score``; else the match is set aside (:class:`_WrongObject`, NOT_FOUND)."""
-        here = [m for m in self.ports.query(query) if math.isfinite(m.score)
-                and math.hypot(m.x - target.x, m.y - target.y) <= self.p.reobserve_max_shift]
-        best = max(here, key=lambda m: m.score) if here else None
+    def _confirm(self, answer: Sequence[Match], target: Match) -> Match:
+        """A near miss seen again from its staging pose (``answer``: the map's answer there): the
+        map's match at it if it now reaches ``min_match_score``; else the match is set aside
+        (:class:`_WrongObject`, NOT_FOUND)."""
+        best = best_match(answer, -math.inf, near=(target.x, target.y), max_shift=self.p.reobserve_max_shift)
         if best is not None and best.score >= self.p.min_match_score:
             self.ports.feedback(self._phase or "NAVIGATE", f"'{best.label}' scored {best.score:.2f} from close by: fetching it")
             return best
@@ -703,9 +702,10 @@ class FetchMission:
                                      f"could not reach any side of '{target.label}': " + "; ".join(nav_reasons))
             # re-observe from the staging pose: the map's estimate is best from close by
             self.ports.wait(self.p.settle_s)
+            answer = self.ports.query(query)
             if not target.confirmed:
-                target = self._confirm(query, target)
-            refined = best_match(self.ports.query(query), self.p.min_match_score, near=(target.x, target.y),
+                target = self._confirm(answer, target)
+            refined = best_match(answer, self.p.min_match_score, near=(target.x, target.y),
                                  max_shift=self.p.reobserve_max_shift)
             if refined is not None:
                 target = refined
