@@ -51,6 +51,7 @@ from tf2_msgs.msg import TFMessage
 from visualization_msgs.msg import MarkerArray
 
 from rlstack_common import declare_parameter, run_node
+from rlstack_common.qos import TF_STATIC
 from rlstack_interfaces.action import Fetch, NavigateTo
 from rlstack_interfaces.srv import EstimateGraspPose, QueryObjects
 
@@ -59,10 +60,6 @@ from .frames import TfTree, yaw_of, to_frame
 from .ros_ports import RosPorts
 
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
-# /tf_static has one latched message per publisher (the bridge's camera mount, navigation's map -> odom):
-# with a history of 1 the one that arrived second replaced the first before the callback took it, and
-# the mission lost map -> odom for its whole life (every match then dropped: NOT_FOUND in CI). tf2's depth.
-TF_STATIC = QoSProfile(depth=100, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
 FINGERS = ("panda_finger_joint1", "panda_finger_joint2")
 
 
