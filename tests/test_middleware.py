@@ -78,31 +78,36 @@ def test_small_message_profile_holds_no_network_socket(ros_processes, ros_probe,
     assert inet_sockets(node.pid) == []
 
 
-def _tf_static_profiles():
-    """The /tf_static subscription profile of every node that reads it (by module and name)."""
-    for module, name in (("rlstack_mission.mission_node", "TF_STATIC"), ("rlstack_perception.node", "STATIC_QOS"),
-                         ("rlstack_perception.grasp_pose_node", "TF_STATIC"), ("rlstack_nav.nav_node", "TF_STATIC"),
-                         ("rlstack_localization.localizer_node", "TF_STATIC")):
-        yield pytest.param(module, name, id=module.split(".")[-1])
+TF_STATIC_READERS = ("rlstack_mission.mission_node", "rlstack_perception.node", "rlstack_perception.grasp_pose_node",
+                     "rlstack_nav.nav_node", "rlstack_localization.localizer_node")
 
 
-@pytest.mark.parametrize("module, name", list(_tf_static_profiles()))
-def test_a_late_tf_static_subscriber_gets_every_publishers_message(ros_domain_id, module, name):
+@pytest.mark.parametrize("module", TF_STATIC_READERS, ids=lambda m: m.split(".")[-1])
+def test_every_tf_static_reader_uses_the_shared_profile(module):
+    import importlib
+
+    from rlstack_common import qos
+
+    assert importlib.import_module(module).TF_STATIC is qos.TF_STATIC
+
+
+def test_a_late_tf_static_subscriber_gets_every_publishers_message(ros_domain_id):
     """/tf_static holds one latched message per publisher (the bridge's camera mount, navigation's
     map -> odom). A subscriber with a history of 1 keeps only the one delivered last, when both
     arrive before its callback runs: the mission lost map -> odom that way (CI: every semantic-map
-    match dropped, NOT_FOUND). With each node's own profile both arrive. (A live graph cannot be
-    checked instead: discovery does not carry a reader's history depth.)"""
-    import importlib
+    match dropped, NOT_FOUND). With the shared profile (rlstack_common.qos.TF_STATIC, which every
+    reader uses: above) both arrive. (A live graph cannot be checked instead: discovery does not
+    carry a reader's history depth.)"""
     import time
 
     from geometry_msgs.msg import TransformStamped
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from tf2_msgs.msg import TFMessage
 
+    from rlstack_common.qos import TF_STATIC
     from rlstack_testing.probe import RosProbe
 
-    profile = getattr(importlib.import_module(module), name)
+    name, profile = "TF_STATIC", TF_STATIC
     latched_1 = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
     publishers = RosProbe(ros_domain_id, name="tf_static_publishers")
     try:

@@ -37,6 +37,7 @@ from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
 from rlstack_common import declare_parameter, run_node
+from rlstack_common.qos import TF_STATIC
 from rlstack_localization.core import Localizer, LocalizerParams, State
 from rlstack_localization.node_core import CORE_PARAMS, LocalizerNodeCore, LocalizerOutputs  # noqa: F401
 from rlstack_nav.map_io import MapFormatError, load_map
@@ -44,8 +45,6 @@ from rlstack_nav.transforms import stamp_s, tf_to_matrix
 
 LATCHED = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
-TF_STATIC = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100, reliability=ReliabilityPolicy.RELIABLE,
-                       durability=DurabilityPolicy.TRANSIENT_LOCAL)
 SENSOR = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=2, reliability=ReliabilityPolicy.RELIABLE)
 LEVELS = {State.OK: DiagnosticStatus.OK, State.DEGRADED: DiagnosticStatus.WARN,
           State.INITIALISING: DiagnosticStatus.WARN, State.LOST: DiagnosticStatus.ERROR}

@@ -170,6 +170,9 @@ class FetchParams:
                                             # the lift's trained floor range (0.46-0.68 m)
     floor_square_up_deg: float = 20.0       # a cube on the floor turned more than this from the approach (mod 90 deg)
                                             # is approached again square to one of its faces, where a free pose allows
+    sensed_obstacle_margin: float = 0.10    # every staging pose planned on the static map blocked: plan again around
+                                            # what navigation's sensors mark, grown by this (m; noisy depth makes
+                                            # sensed blobs larger than the object)
     settle_s: float = 1.0                   # wait after docking / releasing (s), for the map and the object to settle
 
 
@@ -182,6 +185,8 @@ class RobotPorts(Protocol):
         """The semantic map's own summary with its last answer (objects held, camera frames used and
         skipped), for the reason of a NOT_FOUND; '' when unknown."""
     def navigate(self, pose: Pose2D) -> NavOutcome: ...
+    def sensed_obstacles(self) -> Optional[np.ndarray]:
+        """Cells navigation's sensors mark occupied, on the grid of :meth:`occupancy` (None: unknown)."""
     def base_pose(self) -> Pose2D: ...
     def occupancy(self) -> Tuple[np.ndarray, float, Tuple[float, float]]:
         """(occupied mask [row, col], resolution, (origin x, origin y)) of the static map."""
@@ -215,6 +220,26 @@ def best_match(matches: Sequence[Match], min_score: float, near: Optional[Tuple[
     gate = max_shift if math.isfinite(max_shift) else 0.25
     ok = [m for m in ok if all(math.hypot(m.x - a.x, m.y - a.y) > gate for a in avoid)]
     return max(ok, key=lambda m: m.score) if ok else None
+
+
+def grow_sensed_obstacles(sensed: np.ndarray, resolution: float, origin: Tuple[float, float],
+                          margin: float, keep_clear: Tuple[float, float], clear_radius: float) -> np.ndarray:
+    """The sensed obstacle cells grown by ``margin`` (m), less those within ``clear_radius`` of
+    ``keep_clear`` (the target itself, which the sensors mark too when it lies on the floor)."""
+    r = int(math.ceil(max(0.0, margin) / resolution))
+    grown = sensed.astype(bool).copy()
+    if r > 0:
+        padded = np.pad(sensed.astype(bool), r)
+        h, w = sensed.shape
+        for dy in range(-r, r + 1):
+            for dx in range(-r, r + 1):
+                if dx * dx + dy * dy <= r * r:
+                    grown |= padded[r + dy:r + dy + h, r + dx:r + dx + w]
+    rows, cols = np.indices(sensed.shape)
+    cx = origin[0] + (cols + 0.5) * resolution
+    cy = origin[1] + (rows + 0.5) * resolution
+    grown[np.hypot(cx - keep_clear[0], cy - keep_clear[1]) <= clear_radius] = False
+    return grown
 
 
 def _occupied(mask: np.ndarray, resolution: float, origin: Tuple[float, float], x: float, y: float) -> bool:
@@ -337,6 +362,9 @@ def plan_floor_approaches(mask: np.ndarray, resolution: float, origin: Tuple[flo
     k = max(0, params.staging_alternates)
     return [replace(picked[0], alternates=tuple(picked[1:1 + k]))] + picked[1 + k:1 + k + FLOOR_APPROACHES_AFTER]
 
+
+#: sensed obstacle cells this close to the target (m) are the target itself (on the floor), not in the way
+SENSED_TARGET_CLEAR = 0.10
 
 #: floor approaches kept after the first and its alternates (see :func:`plan_floor_approaches`)
 FLOOR_APPROACHES_AFTER = 3
@@ -656,9 +684,19 @@ class FetchMission:
         self.ports.feedback("EXPLORE", f"waypoint {i + 1} not reached: {failed.reason}; looking from here")
         return failed
 
-    def _approaches(self, target: Match) -> List[Approach]:
-        mask, res, origin = self.ports.occupancy()
-        on_floor = not _occupied(mask, res, origin, target.x, target.y)
+    def _approaches(self, target: Match, around_sensed: bool = False) -> List[Approach]:
+        """Where to stand to grasp ``target``, planned on the static map; ``around_sensed``: on the
+        static map plus the obstacles navigation's sensors mark (grown by ``sensed_obstacle_margin``),
+        [] when none are known or no pose is free."""
+        static, res, origin = self.ports.occupancy()
+        on_floor = not _occupied(static, res, origin, target.x, target.y)
+        mask = static
+        if around_sensed:
+            sensed = self.ports.sensed_obstacles()
+            if sensed is None or sensed.shape != static.shape:
+                return []
+            mask = static | grow_sensed_obstacles(sensed, res, origin, self.p.sensed_obstacle_margin,
+                                                  (target.x, target.y), SENSED_TARGET_CLEAR)
         if on_floor and self.p.floor_grasps:
             base = self.ports.base_pose()
             approaches = plan_floor_approaches(mask, res, origin, target.x, target.y, self.p, self.robot_radius,
@@ -667,6 +705,8 @@ class FetchMission:
             approaches = []
         else:
             approaches = plan_approaches(mask, res, origin, target.x, target.y, self.p, self.robot_radius)
+        if not approaches and around_sensed:
+            return []
         if not approaches:
             why = ("it lies on the floor, and this lift controller grasps from tables only (floor_grasps: false)"
                    if on_floor and not self.p.floor_grasps else
@@ -691,12 +731,24 @@ class FetchMission:
             self._enter("NAVIGATE", f"to '{target.label}' at ({target.x:.2f}, {target.y:.2f}), grasp attempt {attempt}")
             reached = None
             nav_reasons = []
-            for candidate in (c for a in self._approaches(target) for c in (a, *a.alternates)):
-                outcome = self._drive_to(candidate.staging, "staging pose")
-                if outcome.ok:
-                    reached = candidate
+            tried: List[Pose2D] = []
+            for around_sensed in (False, True):
+                # every pose planned on the static map blocked (an object on the floor beside the
+                # table): plan again around what the sensors mark, and try the poses not tried yet
+                fresh = [c for a in self._approaches(target, around_sensed) for c in (a, *a.alternates)
+                         if all(math.hypot(c.staging.x - t.x, c.staging.y - t.y) >= 0.05 for t in tried)]
+                if around_sensed and fresh:
+                    self.ports.feedback("NAVIGATE", f"every staging pose planned on the static map was blocked: "
+                                                    f"trying {len(fresh)} planned around the obstacles the sensors see")
+                for candidate in fresh:
+                    tried.append(candidate.staging)
+                    outcome = self._drive_to(candidate.staging, "staging pose")
+                    if outcome.ok:
+                        reached = candidate
+                        break
+                    nav_reasons.append(outcome.reason)
+                if reached is not None:
                     break
-                nav_reasons.append(outcome.reason)
             if reached is None:
                 raise MissionAborted(FetchCode.UNREACHABLE,
                                      f"could not reach any side of '{target.label}': " + "; ".join(nav_reasons))

@@ -6,7 +6,8 @@ robot through ROS (:class:`rlstack_mission.ros_ports.RosPorts`):
 Calls       /semantic_map/query (rlstack_interfaces/srv/QueryObjects)
             /navigate_to (rlstack_interfaces/action/NavigateTo)
             /<policy_node>/change_state, get_state (lifecycle_msgs): the lift controller
-Subscribes  /odom, /map (latched), /tf, /tf_static, /joint_states,
+Subscribes  /odom, /map (latched), /nav_controller/obstacle_grid (latched: what navigation's
+            sensors mark, for staging poses around objects on the floor), /tf, /tf_static, /joint_states,
             /sim_ground_truth/markers (sim only: the grasp target's pose, see below)
 Publishes   /grasp_target (geometry_msgs/PoseStamped in base_link, 20 Hz while a target is set: see below),
             /fetch/dropoff (PoseStamped, latched), /cmd_vel (only the short straight docking
@@ -50,6 +51,7 @@ from tf2_msgs.msg import TFMessage
 from visualization_msgs.msg import MarkerArray
 
 from rlstack_common import declare_parameter, run_node
+from rlstack_common.qos import TF_STATIC
 from rlstack_interfaces.action import Fetch, NavigateTo
 from rlstack_interfaces.srv import EstimateGraspPose, QueryObjects
 
@@ -58,10 +60,6 @@ from .frames import TfTree, yaw_of, to_frame
 from .ros_ports import RosPorts
 
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
-# /tf_static has one latched message per publisher (the bridge's camera mount, navigation's map -> odom):
-# with a history of 1 the one that arrived second replaced the first before the callback took it, and
-# the mission lost map -> odom for its whole life (every match then dropped: NOT_FOUND in CI). tf2's depth.
-TF_STATIC = QoSProfile(depth=100, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
 FINGERS = ("panda_finger_joint1", "panda_finger_joint2")
 
 
@@ -75,6 +73,7 @@ class MissionNode(Node):
         self.tf = TfTree()
         self.odom: Optional[Tuple[float, float, float, float, float]] = None  # x, y, z, yaw, stamp
         self.grid: Optional[OccupancyGrid] = None
+        self.obstacle_grid: Optional[OccupancyGrid] = None
         self.finger_pair: Tuple[float, ...] = ()   # the two finger joints, m (() until /joint_states)
         self.gt: Dict[str, Tuple[np.ndarray, np.ndarray, str]] = {}  # name -> (position, quaternion, frame)
         self.target_name: Optional[str] = None
@@ -87,6 +86,7 @@ class MissionNode(Node):
 
         self.create_subscription(Odometry, "/odom", self._on_odom, 20, **g)
         self.create_subscription(OccupancyGrid, "/map", self._on_map, LATCHED, **g)
+        self.create_subscription(OccupancyGrid, "/nav_controller/obstacle_grid", self._on_obstacle_grid, LATCHED, **g)
         self.create_subscription(TFMessage, "/tf", lambda m: self.tf.update(m, static=False), 100, **g)
         self.create_subscription(TFMessage, "/tf_static", lambda m: self.tf.update(m, static=True), TF_STATIC, **g)
         self.create_subscription(JointState, "/joint_states", self._on_joints, 20, **g)
@@ -164,6 +164,9 @@ class MissionNode(Node):
                                   "object, m", min_value=0.01, max_value=5.0),
             carry_offset=d("carry_offset", p.carry_offset, "Carried object ahead of base_link, m", min_value=0.0,
                            max_value=2.0),
+            sensed_obstacle_margin=d("sensed_obstacle_margin", p.sensed_obstacle_margin, "Every staging pose planned "
+                                     "on the static map blocked: poses are planned again around the obstacles "
+                                     "navigation's sensors mark, grown by this, m", min_value=0.0, max_value=0.5),
             settle_s=d("settle_s", p.settle_s, "Wait after docking or releasing, s", min_value=0.0, max_value=30.0),
             floor_grasps=d("floor_grasps", p.floor_grasps, "Grasp objects lying on the floor (false: they are "
                            "UNREACHABLE; the ground-truth ablation's lift grasps from tables only)"),
@@ -257,6 +260,9 @@ class MissionNode(Node):
 
     def _on_map(self, msg: OccupancyGrid) -> None:
         self.grid = msg
+
+    def _on_obstacle_grid(self, msg: OccupancyGrid) -> None:
+        self.obstacle_grid = msg
 
     def _on_joints(self, msg: JointState) -> None:
         idx = [i for i, n in enumerate(msg.name) if n in FINGERS]

@@ -139,6 +139,17 @@ class RosPorts:
         o = g.info.origin.position
         return mask, float(g.info.resolution), (float(o.x), float(o.y))
 
+    def sensed_obstacles(self):
+        """``/nav_controller/obstacle_grid`` as a mask on the ``/map`` grid (None: none received, or
+        another grid)."""
+        g, m = self.n.grid, self.n.obstacle_grid
+        if g is None or m is None or (m.info.width, m.info.height) != (g.info.width, g.info.height) \
+                or abs(m.info.resolution - g.info.resolution) > 1e-6 \
+                or abs(m.info.origin.position.x - g.info.origin.position.x) > 1e-6 \
+                or abs(m.info.origin.position.y - g.info.origin.position.y) > 1e-6:
+            return None
+        return np.asarray(m.data, dtype=np.int16).reshape(m.info.height, m.info.width) >= 65
+
     # -- perception
     def query(self, text: str) -> List[Match]:
         if not self.n.query_client.wait_for_service(timeout_sec=10.0):

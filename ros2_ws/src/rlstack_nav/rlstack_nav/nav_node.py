@@ -46,6 +46,7 @@ from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
 from rlstack_common import declare_parameter, run_node
+from rlstack_common.qos import TF_STATIC
 from rlstack_interfaces.action import NavigateTo
 from rlstack_nav.map_io import MapFormatError, load_map
 from rlstack_nav.nav_core import NavCore, NavOutputs
@@ -55,8 +56,6 @@ from rlstack_nav.transforms import stamp_s, tf_to_matrix
 
 LATCHED = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
-TF_STATIC = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100, reliability=ReliabilityPolicy.RELIABLE,
-                       durability=DurabilityPolicy.TRANSIENT_LOCAL)
 SENSOR = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=2, reliability=ReliabilityPolicy.RELIABLE)
 
 

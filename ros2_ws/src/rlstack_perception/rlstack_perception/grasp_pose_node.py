@@ -25,11 +25,11 @@ from typing import List, Optional
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image
 from tf2_msgs.msg import TFMessage
 
 from rlstack_common import declare_parameter, run_node
+from rlstack_common.qos import TF_STATIC
 from rlstack_interfaces.srv import EstimateGraspPose
 from rlstack_perception.frame import Frame, FrameError
 from rlstack_perception.grasp_pose import BAD_INPUT, GraspPoseConfig, estimate_grasp_pose, fuse_estimates, in_frame
@@ -37,8 +37,6 @@ from rlstack_perception.node import image_array, secs, to_time
 from rlstack_perception.tf_buffer import TfBuffer
 
 NO_FRAME = "NO_FRAME"
-#: /tf_static: one latched message per publisher, tf2's history (a history of 1 can lose one of them)
-TF_STATIC = QoSProfile(depth=100, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
 
 
 class GraspPoseNode(Node):

@@ -21,13 +21,14 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Point
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image
 from std_srvs.srv import Trigger
 from tf2_msgs.msg import TFMessage
 from visualization_msgs.msg import Marker, MarkerArray
 
 from rlstack_common import declare_parameter, run_node
+from rlstack_common.qos import TF_STATIC
 from rlstack_interfaces.msg import ObjectMatch, SemanticMap, SemanticObject
 from rlstack_interfaces.srv import QueryObjects
 from rlstack_perception.frame import Frame, FrameError
@@ -36,8 +37,6 @@ from rlstack_perception.segment import FilterConfig
 from rlstack_perception.tf_buffer import TfBuffer
 
 IMAGE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=2, reliability=ReliabilityPolicy.RELIABLE)
-STATIC_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100, reliability=ReliabilityPolicy.RELIABLE,
-                        durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 def secs(stamp) -> float:
@@ -174,7 +173,7 @@ class SemanticMapNode(Node):
                                  IMAGE_QOS)
         self.create_subscription(CameraInfo, self.info_topic, self._info, 10)
         self.create_subscription(TFMessage, "/tf", lambda m: self._tf(m, False), 100)
-        self.create_subscription(TFMessage, "/tf_static", lambda m: self._tf(m, True), STATIC_QOS)
+        self.create_subscription(TFMessage, "/tf_static", lambda m: self._tf(m, True), TF_STATIC)
         self.create_service(QueryObjects, "~/query", self._query)
         self.create_service(QueryObjects, "~/forget", self._forget)
         self.create_service(Trigger, "~/clear", self._clear)
