@@ -67,3 +67,22 @@ def test_the_fetch_graph_has_depth_noise_on_by_default(args):
     off = {**args, "depth_noise": "false"}
     assert _params("fetch.launch.yaml", off, "sim_bridge")["depth_noise"] == "false"
     assert float(_params("fetch.launch.yaml", off, "nav_controller")["floor_noise_per_m2"]) == 0
+    from rlstack_nav.obstacles import NOISY_DEPTH_ALLOWANCES   # the offline evaluations use the same figures
+    assert {k: float(nav[k]) for k in NOISY_DEPTH_ALLOWANCES} == NOISY_DEPTH_ALLOWANCES
+
+
+@pytest.mark.parametrize("args", [{}, {"robot_mode": "false"}], ids=["robot_mode", "ground_truth_ablation"])
+def test_the_fetch_graph_has_drifting_odometry_and_the_localiser_by_default(args):
+    """A robot's odometry drifts (issue 15): the bridge integrates /odom from the wheels with drift,
+    the localiser publishes map -> odom, navigation reads it from /tf instead of publishing an
+    identity, and the semantic map stores positions in map (odom slides away from the world)."""
+    names = [s.name for s in load_launch_file(str(REPO / "launch" / "fetch.launch.yaml"), args)]
+    assert "localizer" in names
+    assert _params("fetch.launch.yaml", args, "sim_bridge")["wheel_odometry"] == "true"
+    assert _params("fetch.launch.yaml", args, "nav_controller")["publish_map_to_odom"] == "false"
+    assert _params("fetch.launch.yaml", args, "semantic_map")["map_frame"] == "map"
+    off = {**args, "localization": "false"}
+    assert "localizer" not in [s.name for s in load_launch_file(str(REPO / "launch" / "fetch.launch.yaml"), off)]
+    assert _params("fetch.launch.yaml", off, "sim_bridge")["wheel_odometry"] == "false"
+    assert _params("fetch.launch.yaml", off, "nav_controller")["publish_map_to_odom"] == "true"
+    assert _params("fetch.launch.yaml", off, "semantic_map")["map_frame"] == "map"   # the identity map -> odom: same frame

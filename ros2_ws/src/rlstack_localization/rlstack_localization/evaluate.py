@@ -6,7 +6,8 @@ The same drive as ``python -m rlstack_nav.evaluate`` (same goal sampler, same Na
 success rule: SUCCEEDED, the *true* pose within 5 cm / 0.1 rad, no contact), but the robot knows
 only what a robot knows: :class:`sim_bridges.wheel_odometry.WheelOdometry` (default errors, or
 ``--drift-scale``) integrated from the wheel angles, the head camera's depth (exact, or with the
-robot-mode RGB-D noise: ``--depth-noise``), and, with the
+robot-mode RGB-D noise: ``--depth-noise``; navigation's obstacle layer then gets the fetch graph's
+noise allowances), and, with the
 localiser, ``map -> odom`` from :class:`rlstack_localization.core.Localizer` updated at
 ``--localizer-rate`` Hz of sim time. The navigator and the obstacle layer see the estimated pose.
 
@@ -30,7 +31,7 @@ import numpy as np
 from rlstack_localization.core import Localizer, LocalizerParams, se2_compose, virtual_scan, wrap
 from rlstack_nav.evaluate import ContactMonitor, footprint_clearance, robot_pose, sample_goals
 from rlstack_nav.navigator import Code, NavParams, Navigator
-from rlstack_nav.obstacles import CameraModel, quat_to_matrix
+from rlstack_nav.obstacles import NOISY_DEPTH_ALLOWANCES, CameraModel, quat_to_matrix
 
 
 def _pose_matrix(position, orientation) -> np.ndarray:
@@ -77,7 +78,10 @@ def evaluate(goals: int = 20, seed: int = 0, use_localizer: bool = True, drift_s
         sim.load_scene("home")
         sim.reset(seed)
         grid = home_map()
-        nav = Navigator(grid, NavParams())
+        nav_params = NavParams()
+        if depth_noise and noise_obstacles:   # as the fetch graph configures navigation for the noisy depth
+            nav_params = dataclasses.replace(nav_params, obstacles=dataclasses.replace(nav_params.obstacles, **NOISY_DEPTH_ALLOWANCES))
+        nav = Navigator(grid, nav_params)
         goal_list = sample_goals(nav, sim, goals, seed)
         contacts = ContactMonitor(sim)
         boxes = sim.static_occupancy()
@@ -222,8 +226,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--localizer-rate", type=float, default=10.0, help="localiser updates per second of sim time")
     ap.add_argument("--depth-noise", action="store_true", help="RGB-D depth noise (sim_bridges.sensor_noise defaults)")
     ap.add_argument("--exact-obstacle-depth", action="store_true",
-                    help="with --depth-noise: the obstacle layer gets the exact depth (it does not tolerate the noise "
-                         "yet), the localiser the noisy one")
+                    help="with --depth-noise: the obstacle layer gets the exact depth, the localiser the noisy one "
+                         "(default: both get the noisy depth, and the obstacle layer the fetch graph's noise allowances, "
+                         "rlstack_nav.obstacles.NOISY_DEPTH_ALLOWANCES)")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
     report = evaluate(args.goals, args.seed, not args.no_localizer, args.drift_scale,

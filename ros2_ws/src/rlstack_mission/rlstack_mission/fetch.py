@@ -53,6 +53,7 @@ class FetchCode(IntEnum):
     CANCELED = 4
     ERROR = 5
     RELEASE_FAILED = 6
+    LOCALIZATION_LOST = 7
 
 
 class MissionAborted(Exception):
@@ -100,6 +101,9 @@ class Pose2D:
 class NavOutcome:
     ok: bool
     reason: str = ""
+    #: navigation refused or paused the goal because the localiser reports the robot lost: no other
+    #: pose is worth trying, the mission ends LOCALIZATION_LOST
+    localization_lost: bool = False
 
 
 @dataclass(frozen=True)
@@ -610,7 +614,7 @@ class FetchMission:
             self._next_waypoint += 1
             x, y, yaw = waypoints[i]
             self.ports.feedback("EXPLORE", f"waypoint {i + 1}/{len(waypoints)} ({x:.1f}, {y:.1f})")
-            outcome = self.ports.navigate(Pose2D(x, y, yaw))
+            outcome = self._navigate(Pose2D(x, y, yaw))
             if not outcome.ok:
                 outcome = self._beside_waypoint(i, Pose2D(x, y, yaw), outcome)
             n = max(1, self.p.look_around_yaws)
@@ -677,7 +681,7 @@ class FetchMission:
                                         self.p.waypoint_alternates):
             self.ports.feedback("EXPLORE", f"waypoint {i + 1} not reached ({failed.reason}); "
                                            f"trying beside it at ({alt.x:.1f}, {alt.y:.1f})")
-            outcome = self.ports.navigate(alt)
+            outcome = self._navigate(alt)
             if outcome.ok:
                 return outcome
             failed = outcome
@@ -716,10 +720,18 @@ class FetchMission:
                                  f"cannot stand to grasp '{target.label}' at ({target.x:.2f}, {target.y:.2f}): {why}")
         return approaches
 
+    def _navigate(self, pose: Pose2D) -> NavOutcome:
+        """One navigation goal. Lost localisation ends the mission: every pose after it would be
+        driven to on a wrong idea of where the robot is."""
+        outcome = self.ports.navigate(pose)
+        if outcome.localization_lost:
+            raise MissionAborted(FetchCode.LOCALIZATION_LOST, f"navigation stopped: localisation lost ({outcome.reason})")
+        return outcome
+
     def _drive_to(self, pose: Pose2D, what: str) -> NavOutcome:
         outcome = NavOutcome(False, "not tried")
         for attempt in range(max(1, self.p.max_nav_attempts)):
-            outcome = self.ports.navigate(pose)
+            outcome = self._navigate(pose)
             if outcome.ok:
                 return outcome
             self.ports.feedback(self._phase or "NAVIGATE", f"{what}: attempt {attempt + 1} failed ({outcome.reason})")

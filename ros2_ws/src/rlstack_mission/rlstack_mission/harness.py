@@ -24,9 +24,13 @@ class FetchHarness:
     """Needs a node spun by an executor in another thread (e.g. rlstack_testing's probe)."""
 
     def __init__(self, node) -> None:
+        from geometry_msgs.msg import PoseWithCovarianceStamped
         from nav_msgs.msg import Odometry
+        from std_msgs.msg import String
         from std_srvs.srv import Trigger
         from visualization_msgs.msg import MarkerArray
+
+        from rlstack_common.qos import LATCHED
 
         from rlstack_interfaces.srv import ResetSim
 
@@ -36,9 +40,15 @@ class FetchHarness:
         self._lock = threading.Lock()
         self.ground_truth: Dict[str, Tuple[float, float, float]] = {}
         self.odom: Optional[Tuple[float, float]] = None
+        self.odom_count = 0
         self.path_length = 0.0
+        self.true_base: Optional[Tuple[float, float, float, float]] = None   # x, y, qz, qw (sim-only truth)
+        self.localization_state = ""
         node.create_subscription(MarkerArray, "/sim_ground_truth/markers", self._on_gt, 10)
         node.create_subscription(Odometry, "/odom", self._on_odom, 20)
+        node.create_subscription(Odometry, "/sim_ground_truth/odom", self._on_true_base, 10)
+        node.create_subscription(String, "/localization/state", self._on_localization_state, LATCHED)
+        self.initial_pose_pub = node.create_publisher(PoseWithCovarianceStamped, "/initialpose", 1)
 
     def _on_gt(self, msg) -> None:
         with self._lock:
@@ -52,6 +62,16 @@ class FetchHarness:
                 if step < 0.5:  # a reset teleports the base: not driven
                     self.path_length += step
             self.odom = (p.x, p.y)
+            self.odom_count += 1
+
+    def _on_true_base(self, msg) -> None:
+        p, q = msg.pose.pose.position, msg.pose.pose.orientation
+        with self._lock:
+            self.true_base = (p.x, p.y, q.z, q.w)
+
+    def _on_localization_state(self, msg) -> None:
+        with self._lock:
+            self.localization_state = msg.data
 
     def _call(self, client, request, timeout: float = 30.0):
         if not client.wait_for_service(timeout_sec=timeout):
@@ -100,11 +120,14 @@ class FetchHarness:
         pose.position.x, pose.position.y, pose.position.z = layout.target_pose[:3]
         q = layout.quaternion()
         pose.orientation.x, pose.orientation.y, pose.orientation.z, pose.orientation.w = q
+        with self._lock:
+            self.true_base = None
         reply = self._call(self.reset_client, ResetSim.Request(seed=layout.seed, object_names=[layout.target],
                                                                 object_poses=[pose]))
         if not reply.success:
             raise RuntimeError(f"reset failed: {reply.message}")
-        cleared = self._call(self.clear_client, Trigger.Request())
+        self.relocalize()
+        cleared = self._call(self.clear_client, Trigger.Request())   # after relocalising: no object mapped on a stale pose
         if not cleared.success:
             raise RuntimeError(f"semantic map clear failed: {cleared.message}")
         with self._lock:
@@ -112,6 +135,48 @@ class FetchHarness:
             self.path_length = 0.0
             self.odom = None
         self.wait_ground_truth()
+
+    def relocalize(self, timeout: float = 15.0) -> str:
+        """After a reset teleported the robot: tell the localiser where it stands, as an operator
+        does with rviz's "2D Pose Estimate" (/initialpose, here from the sim's truth), and wait until
+        it tracks again. Nothing to do without a localiser (no /initialpose subscriber) or without
+        drifting odometry (no /sim_ground_truth/odom: odom is the world). Returns the localiser's state."""
+        from geometry_msgs.msg import PoseWithCovarianceStamped
+
+        if self.node.count_subscribers("/initialpose") == 0:
+            return ""
+        end = time.monotonic() + timeout
+        with self._lock:
+            seen = self.odom_count
+        truth_by = math.inf
+        while True:   # the localiser must have the odometry from after the reset before the pose
+            with self._lock:
+                fresh = self.odom_count >= seen + 3
+                truth = self.true_base
+            if fresh and truth is not None:
+                break
+            now = time.monotonic()
+            if fresh and truth_by == math.inf:
+                truth_by = now + 2.0
+            if now > min(end, truth_by):
+                return ""   # exact odometry: the bridge publishes no truth of the base, nothing drifted
+            time.sleep(0.02)
+        msg = PoseWithCovarianceStamped()
+        msg.header.frame_id = "map"
+        msg.pose.pose.position.x, msg.pose.pose.position.y = truth[0], truth[1]
+        msg.pose.pose.orientation.z, msg.pose.pose.orientation.w = truth[2], truth[3]
+        msg.pose.covariance[0] = msg.pose.covariance[7] = 0.01 ** 2
+        msg.pose.covariance[35] = 0.01 ** 2
+        with self._lock:
+            self.localization_state = ""
+        self.initial_pose_pub.publish(msg)
+        while time.monotonic() < end:
+            with self._lock:
+                state = self.localization_state
+            if state.startswith(("OK", "DEGRADED")):
+                return state
+            time.sleep(0.05)
+        return state
 
     def fetch(self, layout: FetchLayout, timeout_s: float = 600.0,
               on_feedback: Optional[Callable[[str, str], None]] = None) -> Dict:

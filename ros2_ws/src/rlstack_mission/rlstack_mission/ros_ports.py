@@ -216,7 +216,8 @@ class RosPorts:
         if res.code == NavigateTo.Result.SUCCEEDED:
             return NavOutcome(True, res.reason)
         names = {v: k for k, v in vars(NavigateTo.Result).items() if k.isupper() and isinstance(v, int)}
-        return NavOutcome(False, f"{names.get(res.code, res.code)}: {res.reason}")
+        return NavOutcome(False, f"{names.get(res.code, res.code)}: {res.reason}",
+                          localization_lost=res.code == NavigateTo.Result.LOCALIZATION_LOST)
 
     def _closed_loop(self, command: Callable[[], Optional[Twist]], timeout_s: float,
                      stalled: Callable[[], str]) -> NavOutcome:

@@ -119,7 +119,10 @@ class ScriptedRobot:
 
     def navigate(self, pose):
         self._tick("navigate")
-        if self.nav_fails and self.nav_fails.pop(0):
+        fail = self.nav_fails.pop(0) if self.nav_fails else False
+        if isinstance(fail, NavOutcome):   # a scripted outcome
+            return fail
+        if fail:
             return NavOutcome(False, "BLOCKED: path blocked after replanning")
         self.pose = pose
         return NavOutcome(True)
@@ -445,6 +448,20 @@ def test_a_gripper_that_does_not_let_go_is_a_release_failure_not_a_success(home)
     assert r.code == FetchCode.RELEASE_FAILED
     assert "could not let go of 'yellow cube'" in r.reason and "5.3 cm" in r.reason
     assert robot.log.count("release") == 1 and r.phase_durations.keys() >= {"RETURN", "DROP"}
+
+
+def test_lost_localisation_ends_the_mission_at_once_with_its_reason(home):
+    lost = NavOutcome(False, "LOCALIZATION_LOST: localiser: LOST: 5 frames did not match the map",
+                      localization_lost=True)
+    robot = ScriptedRobot(home, nav_fails=[lost])
+    r = run(robot)
+    assert r.code == FetchCode.LOCALIZATION_LOST
+    assert "localisation lost" in r.reason and "did not match the map" in r.reason
+    assert robot.log.count("navigate") == 1     # no other staging pose, no retry: every one would be wrong
+    # lost on the way back with the object: the same end, not UNREACHABLE
+    robot = ScriptedRobot(home, nav_fails=[False, lost])
+    r = run(robot)
+    assert r.code == FetchCode.LOCALIZATION_LOST and robot.log.count("grasp") == 1
 
 
 def test_cancel_and_bad_requests(home):

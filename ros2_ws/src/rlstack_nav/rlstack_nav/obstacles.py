@@ -72,6 +72,13 @@ def depth_to_points(depth: np.ndarray, cam: CameraModel, rotation: np.ndarray, t
     return (world, z) if return_depth else world
 
 
+# The obstacle layer's noise allowances for the robot-mode RGB-D depth (sim_bridges.sensor_noise,
+# shaped like a RealSense D435's): launch/fetch.launch.yaml sets these with depth_noise:=true, and the
+# offline evaluations use the same figures (tests/test_launch_files.py checks they agree).
+NOISY_DEPTH_ALLOWANCES = {"floor_noise_per_m2": 0.004,    # the floor threshold: 4 mm at 1 m, 3.6 cm at 3 m
+                          "static_noise_per_m2": 0.01}    # 4 sigma of the model: far wall returns fall this short
+
+
 @dataclass
 class ObstacleParams:
     min_obstacle_height: float = 0.03   # m above the floor; lower returns are floor
