@@ -68,6 +68,7 @@ def main(argv=None) -> int:
             ready_s = graph.wait_ready(node)
             print(f"fetch graph ready in {ready_s:.1f} s", flush=True)
             harness = FetchHarness(node)
+            cpu0, cpu_t0 = graph.cpu_seconds(), time.monotonic()
             for seed in range(a.seed_base, a.seed_base + a.layouts):
                 layout = harness.layout(seed, str(ROOT / "maps" / "home.yaml"), support=a.support)
                 harness.apply(layout)
@@ -77,6 +78,7 @@ def main(argv=None) -> int:
                       f"{'ok ' if r['success'] else 'FAIL'} {r['wall_s']:6.1f} s  drop-off error "
                       f"{r['dropoff_error_m']:.2f} m  {'' if r['success'] else r['reason']}", flush=True)
                 (out / "results.json").write_text(json.dumps({"episodes": episodes}, indent=1))
+                cpu1, cpu_t1 = graph.cpu_seconds(), time.monotonic()
     finally:
         executor.shutdown()
         node.destroy_node()
@@ -97,6 +99,9 @@ def main(argv=None) -> int:
         "wall_time_s": round(time.monotonic() - t_start, 1),
         "mode": "ground-truth grasp (ablation)" if a.ground_truth_grasp else "robot (grasp from perception)",
         "graph_args": graph_args,
+        # each node's CPU time over the evaluation's wall time (1.0 = one core busy; this machine: 2 cores)
+        "cpu_share_of_one_core": {k: round((cpu1[k] - cpu0.get(k, 0.0)) / (cpu_t1 - cpu_t0), 3)
+                                  for k in sorted(cpu1)} if episodes else {},
         "support": a.support,
     }
     (out / "results.json").write_text(json.dumps({"summary": summary, "episodes": episodes}, indent=1))

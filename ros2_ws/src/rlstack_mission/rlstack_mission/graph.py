@@ -36,6 +36,30 @@ class FetchGraph:
         """Block until the graph answers (services and action discovered); return the seconds it took."""
         return wait_until_ready(node, lambda: self.proc.poll() is None, timeout_s, str(self.log_path))
 
+    def cpu_seconds(self) -> Dict[str, float]:
+        """CPU time (user + system, s) each node of the graph has used so far, by node name (Linux
+        /proc; the runner's children). Sampled twice, the difference over the wall time between is
+        a node's share of one core: how the evaluation reports what each node costs on this machine."""
+        if self.proc is None:
+            return {}
+        tick = os.sysconf("SC_CLK_TCK")
+        out: Dict[str, float] = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                if int(fields[1]) != self.proc.pid:   # ppid: a node the runner started
+                    continue
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    argv = f.read().decode(errors="replace").split("\0")
+            except (OSError, IndexError, ValueError):
+                continue   # exited meanwhile
+            name = next((a.split(":=", 1)[1] for a in argv if a.startswith("__node:=")), Path(argv[0]).name)
+            out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+        return out
+
     def __exit__(self, *exc) -> None:
         if self.proc is not None and self.proc.poll() is None:
             for sig, wait in ((signal.SIGINT, 20.0), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):

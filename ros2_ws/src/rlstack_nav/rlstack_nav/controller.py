@@ -19,8 +19,8 @@ and returns a ``(v, w)`` command with the controller's state:
   the last path segment, so the curvature stays finite.
 * ``FINAL_ROTATING``: within ``goal_precision * xy_tolerance`` of the goal position (or within
   ``xy_tolerance`` with the goal abeam or behind, where driving on would only move away): stop and turn
-  in place to the goal heading (to ``goal_precision * yaw_tolerance``). If the position drifts out
-  of ``xy_tolerance`` meanwhile, approach again.
+  in place to the goal heading (to ``goal_precision * yaw_tolerance``). If the position estimate
+  drifts out of ``final_rotation_hold * xy_tolerance`` meanwhile, approach again.
 * Limits: ``|v| <= desired_linear_vel`` (forward only), ``|w| <= max_angular_vel`` (the speed is
   reduced with it so the curvature is kept), linear and angular acceleration limits per cycle
   against the previous command.
@@ -73,6 +73,7 @@ class ControllerParams:
     xy_goal_tolerance: float = 0.05               # m, default position tolerance
     yaw_goal_tolerance: float = 0.1               # rad, default heading tolerance
     goal_precision: float = 0.5                   # aim for this fraction of the tolerances (0..1]
+    final_rotation_hold: float = 3.0              # in position: keep turning while within this many xy tolerances
 
     def validate(self) -> None:
         for name, value in vars(self).items():
@@ -84,6 +85,8 @@ class ControllerParams:
             raise ValueError("min_lookahead_dist > max_lookahead_dist")
         if not 0 < self.goal_precision <= 1:
             raise ValueError("goal_precision must be in (0, 1]")
+        if self.final_rotation_hold < 1:
+            raise ValueError("final_rotation_hold must be >= 1")
         for name in ("desired_linear_vel", "max_angular_vel", "rotate_to_heading_angular_vel",
                      "max_linear_accel", "max_linear_decel", "max_angular_accel", "min_lookahead_dist"):
             if getattr(self, name) <= 0:
@@ -220,9 +223,12 @@ class RegulatedPurePursuit:
 
         # ------------------------------------------------------------- final rotation
         # in position: within the aimed precision, or within the tolerance with the goal abeam or
-        # behind (driving on would only move away), or already there and still within tolerance
-        if dg <= p.goal_precision * self.xy_tol or (dg <= self.xy_tol and (
-                self._at_position or goal_ahead <= 0.2 * p.goal_precision * self.xy_tol)):
+        # behind (driving on would only move away), or already there and the estimate still within
+        # final_rotation_hold tolerances: turning in place does not move the robot, but a localiser's
+        # corrections move its estimate by centimetres, and approaching again for each of them
+        # turned the robot back and forth without end (noisy depth, 2026-11-25)
+        if dg <= p.goal_precision * self.xy_tol or (self._at_position and dg <= p.final_rotation_hold * self.xy_tol) or (
+                dg <= self.xy_tol and goal_ahead <= 0.2 * p.goal_precision * self.xy_tol):
             self._at_position = True
             self._idx = len(self.path) - 1
             if abs(yaw_err) <= p.goal_precision * self.yaw_tol or (

@@ -59,6 +59,36 @@ def test_final_heading_rotation_and_tolerances():
     assert abs(wrap_angle(pose[2] - math.pi / 2)) <= 0.05 + 1e-6
 
 
+def _turn_with_a_jumping_estimate(hold, jump):
+    """At the goal, turning in place to a heading 2 rad away, while a localiser's corrections move
+    the position estimate ``jump`` m back and forth every half second (the robot itself stays put)."""
+    ctrl = RegulatedPurePursuit(ControllerParams(xy_goal_tolerance=0.05, final_rotation_hold=hold))
+    ctrl.set_path(line(0, 0, 1.0, 0), goal_yaw=2.0)
+    true = (1.0, 0.0, 0.0)
+    states = []
+    for k in range(600):
+        offset = 0.0 if k < 15 else (jump if (k // 15) % 2 else -jump)   # arrives first
+        out = ctrl.compute((true[0] + offset, true[1], true[2]), DT)
+        states.append(out.state)
+        if out.done:
+            break
+        true = (true[0], true[1], wrap_angle(true[2] + out.w * DT))   # in place: the estimate only jumps
+    return states
+
+
+def test_the_final_turn_holds_through_a_jumping_estimate():
+    """Noisy depth, 2026-11-25: a localiser moved the estimate 5-8 cm while the robot turned in place
+    at the goal; approaching again each time turned it back and forth until the goal timed out."""
+    states = _turn_with_a_jumping_estimate(hold=3.0, jump=0.07)
+    assert states[-1] == DONE and set(states) <= {FINAL_ROTATING, DONE}
+    old = _turn_with_a_jumping_estimate(hold=1.0, jump=0.07)   # the previous rule
+    assert DONE not in old and ROTATING in old
+    far = _turn_with_a_jumping_estimate(hold=3.0, jump=0.2)    # beyond the hold: approach again
+    assert set(far) - {FINAL_ROTATING, DONE}
+    with pytest.raises(ValueError, match="final_rotation_hold"):
+        ControllerParams(final_rotation_hold=0.5).validate()
+
+
 def test_explicit_tolerances_override_defaults():
     ctrl = RegulatedPurePursuit()
     ctrl.set_path(line(0, 0, 1.0, 0), goal_yaw=0.0, xy_tolerance=0.3, yaw_tolerance=0.5)

@@ -24,7 +24,8 @@ def test_every_core_parameter_is_a_node_parameter():
         assert p.description, p.name
         if isinstance(p.default, (int, float)) and not isinstance(p.default, bool):
             assert p.min_value is not None and p.min_value <= p.default <= p.max_value, p.name
-            assert p.unit or p.name in ("cost_weight", "proximity_scaling_gain", "goal_precision", "max_replans"), p.name
+            assert p.unit or p.name in ("cost_weight", "proximity_scaling_gain", "goal_precision", "max_replans",
+                                      "final_rotation_hold"), p.name
 
 
 def test_params_file_sets_every_parameter_to_its_default():
