@@ -1,6 +1,6 @@
 """Train the default crop embedder on PyBullet renders and export it to ONNX.
 
-    python -m rlstack_perception.train_embedder [--minutes 4] [--out weights/]
+    python -m rlstack_perception.train_embedder [--minutes 10] [--depth-noise-share 0.5] [--out weights/]
 
 1. Render seeded layouts of ``home`` (12 objects) and ``panda_table`` (3 cubes) from seeded
    viewpoints (0.6-3 m, mast-like heights), segment them with the default segmenter and
@@ -124,13 +124,14 @@ def main(argv=None) -> int:
     ap.add_argument("--train-seeds", type=int, default=14)
     ap.add_argument("--test-seeds", type=int, default=4)
     ap.add_argument("--views", type=int, default=3, help="viewpoints per object and layout")
-    ap.add_argument("--minutes", type=float, default=4.0, help="training time budget")
+    ap.add_argument("--minutes", type=float, default=10.0,
+                    help="training time budget (the shipped weights: 10 min, ~30 epochs of 12.5k crops)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--reg-weight", type=float, default=10.0,
                     help="weight of the cosine regression to the own prototype (keeps embeddings on the "
                          "text prototypes, which unseen wordings need)")
-    ap.add_argument("--depth-noise-share", type=float, default=0.0,
-                    help="share of the views rendered through the bridge's depth noise model (0..1)")
+    ap.add_argument("--depth-noise-share", type=float, default=0.5,
+                    help="share of the views rendered through the bridge's depth noise model (0..1; the shipped weights: 0.5, since the fetch graph's depth is noisy by default)")
     ap.add_argument("--cache", default="", help="crop cache (default out/perception/crops[_noise<share>].npz)")
     ap.add_argument("--out", default=str(WEIGHTS_DIR))
     args = ap.parse_args(argv)
