@@ -85,6 +85,9 @@ class LocalizerParams:
     scan_band: float = 0.03           # m: returns this far behind a bin's nearest one are the same surface
     scan_band_k: float = 0.0075       # 1/m: ... plus this times r^2 (3 sigma of a D435-like camera's noise)
     max_points: int = 300             # thinned scan size
+    vertical_only: bool = True        # keep only returns on steep surfaces (walls, furniture sides), as a laser sees
+    vertical_rows: int = 2            # compare a return with the one this many (strided) rows above / below
+    max_surface_tilt: float = 0.35    # rad from vertical: steeper surfaces count as vertical (20 deg)
     min_points: int = 30              # fewer: DEGRADED (nothing to match)
     # matching
     max_distance: float = 0.5         # m: distance field cap
@@ -125,6 +128,8 @@ class LocalizerParams:
             raise ValueError("correction_gain must be in (0, 1]")
         if not 0.0 < self.ok_inlier_ratio <= 1.0:
             raise ValueError("ok_inlier_ratio must be in (0, 1]")
+        if self.vertical_rows < 1 or self.max_surface_tilt >= math.pi / 2:
+            raise ValueError("vertical_rows must be >= 1 and max_surface_tilt below pi/2")
         if self.stride < 1 or self.lost_after_frames < 1 or self.recover_after_frames < 1 or self.max_points < 1:
             raise ValueError("stride, max_points, lost_after_frames and recover_after_frames must be >= 1")
         if self.scan_angle_step <= 0:
@@ -133,27 +138,55 @@ class LocalizerParams:
             raise ValueError("search_yaw_step, huber, search_sigma and inlier_distance must be > 0")
 
 
+def _on_steep_surface(pts: np.ndarray, z: np.ndarray, p: LocalizerParams) -> np.ndarray:
+    """(rows, cols) mask of returns on a steep surface: a wall, the side of a piece of furniture.
+
+    A laser at one height sees only vertical structure; a camera looking down also sees
+    horizontal surfaces (a table top, from its near edge back), and their returns lie *inside*
+    the furniture's map footprint: at the edge of the camera's view or at a grazing angle along a
+    side, the nearest return of a bearing was centimetres inside it and pulled the estimate that
+    way (5-7 cm at a table's staging pose, exact or noisy depth). A return is kept when the one
+    ``vertical_rows`` rows above or below it in the image lies nearly straight above / below it:
+    horizontal offset within ``tan(max_surface_tilt)`` times the height difference, plus the
+    depth noise of both (``scan_band_k`` r^2, 3 sigma)."""
+    k = int(p.vertical_rows)
+    steep = np.zeros(z.shape, bool)
+    if z.shape[0] <= k:
+        return steep
+    a, b = pts[:-k], pts[k:]                                   # each return and the one k rows below
+    dxy = np.hypot(a[..., 0] - b[..., 0], a[..., 1] - b[..., 1])
+    dh = np.abs(a[..., 2] - b[..., 2])
+    allow = math.tan(p.max_surface_tilt) * dh + p.scan_band_k * (z[:-k] ** 2 + z[k:] ** 2)
+    pair = dxy <= allow                                        # NaN (no return) compares False
+    steep[:-k] |= pair
+    steep[k:] |= pair
+    return steep
+
+
 def virtual_scan(depth: np.ndarray, fx: float, fy: float, cx: float, cy: float, base_from_optical: np.ndarray,
                  base_height: float, params: LocalizerParams, cell: float = 0.05) -> np.ndarray:  # noqa: ARG001
     """Depth image (optical-axis metres, NaN = no return) -> (N, 2) points in ``base_link``.
 
     ``base_from_optical``: 4x4 pose of the optical frame in ``base_link``; ``base_height``: height
-    of ``base_link`` above the floor (m). Keeps returns within the height band and outside the
-    self-filter circle, the nearest per ``scan_angle_step`` of bearing (a virtual laser scan), at most
-    ``max_points``. ``cell`` is unused (kept for callers).
+    of ``base_link`` above the floor (m). Keeps returns on steep surfaces (``vertical_only``), within
+    the height band and outside the self-filter circle, the nearest per ``scan_angle_step`` of
+    bearing (a virtual laser scan), at most ``max_points``. ``cell`` is unused (kept for callers).
     """
     d = np.asarray(depth, np.float32)
     if d.ndim != 2:
         raise ValueError(f"depth must be a 2-D image, got shape {d.shape}")
     p = params
     s = int(p.stride)
-    v, u = np.mgrid[0:d.shape[0]:s, 0:d.shape[1]:s]
+    v, u = np.mgrid[0:d.shape[0]:s, 0:d.shape[1]:s]          # the strided grid, (rows, cols)
     z = d[v, u].astype(np.float64)
     ok = np.isfinite(z) & (z >= p.min_range) & (z <= p.max_range)
-    z, u, v = z[ok], u[ok], v[ok]
-    pts = np.column_stack([(u - cx) * z / fx, (v - cy) * z / fy, z])
+    z = np.where(ok, z, np.nan)
+    pts = np.stack([(u - cx) * z / fx, (v - cy) * z / fy, z], axis=-1)
     m = np.asarray(base_from_optical, float)
-    pts = pts @ m[:3, :3].T + m[:3, 3]
+    pts = pts @ m[:3, :3].T + m[:3, 3]                        # (rows, cols, 3) in base_link
+    if p.vertical_only:
+        ok &= _on_steep_surface(pts, z, p)
+    pts, z = pts[ok], z[ok]
     h = pts[:, 2] + base_height
     r2 = pts[:, 0] ** 2 + pts[:, 1] ** 2
     keep = (h >= p.min_height) & (h <= p.max_height) & (r2 >= p.self_filter_radius ** 2)

@@ -81,7 +81,9 @@ class LocalizerNode(Node, LocalizerOutputs):
         values = {}
         for name, (desc, lo, hi) in CORE_PARAMS.items():
             default = getattr(defaults, name)
-            if isinstance(default, int):
+            if isinstance(default, bool):
+                values[name] = d(name, default, desc)
+            elif isinstance(default, int):
                 values[name] = d(name, int(default), desc, min_value=int(lo), max_value=int(hi))
             else:
                 values[name] = d(name, float(default), desc, min_value=float(lo), max_value=float(hi))

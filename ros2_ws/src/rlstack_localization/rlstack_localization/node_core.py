@@ -42,6 +42,10 @@ CORE_PARAMS = {
                   0.0, 1.0),
     "scan_band_k": ("Virtual scan: the band grows by this times range^2 (depth noise), 1/m", 0.0, 1.0),
     "max_points": ("Virtual scan: at most this many points (one per map cell)", 1, 100000),
+    "vertical_only": ("Virtual scan: keep only returns on steep surfaces (walls, furniture sides), as a laser "
+                      "sees; a table top seen from above lies inside the table's map footprint", None, None),
+    "vertical_rows": ("Virtual scan: a return is compared with the one this many strided rows above / below", 1, 16),
+    "max_surface_tilt": ("Virtual scan: surfaces within this angle of vertical count as steep, rad", 0.0, 1.5),
     "min_points": ("Fewer scan points than this: DEGRADED, odometry only", 0, 100000),
     "max_distance": ("Distance field cap, m", 0.05, 10.0),
     "huber": ("Huber threshold of the match residuals, m", 0.001, 1.0),

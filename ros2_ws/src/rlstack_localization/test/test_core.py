@@ -227,3 +227,40 @@ def test_virtual_scan_is_not_biased_short_by_depth_noise():
     assert abs(float(np.mean(pts[:, 0])) - 3.0) < 0.01
     biased = virtual_scan(depth, fx, fy, cx, cy, m, 0.08, LocalizerParams(stride=1, scan_band=0.0, scan_band_k=0.0))
     assert float(np.mean(biased[:, 0])) < 3.0 - 0.02      # what the band fixes
+
+
+def _table_and_wall_depth(fx, fy, cx, cy, rot, cam_h, width, height):
+    """Optical depth of a camera at ``cam_h`` m (base frame, floor at -0.08) seeing a table top (a
+    horizontal plane at 0.42 m in base, from x = 0.8 to 1.4 m) in front of a wall at x = 2.5 m."""
+    v, u = np.mgrid[0:height, 0:width].astype(float)
+    ray = np.stack([(u - cx) / fx, (v - cy) / fy, np.ones_like(u)], axis=-1) @ rot.T   # base frame, per unit z
+    depth = np.full((height, width), np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_wall = (2.5 - 0.0) / ray[..., 0]
+        t_top = (0.42 - cam_h) / ray[..., 2]
+    x_top = t_top * ray[..., 0]
+    on_top = (t_top > 0) & (x_top >= 0.8) & (x_top <= 1.4)
+    depth = np.where(t_wall > 0, t_wall, depth)
+    depth = np.where(on_top & ((t_top < t_wall) | ~(t_wall > 0)), t_top, depth)
+    return depth.astype(np.float32)
+
+
+def test_virtual_scan_keeps_walls_and_drops_a_table_top_seen_from_above():
+    """A table top seen from above lies inside the table's map footprint: its returns pulled the
+    estimate 5-7 cm at the staging poses (2026-11-25). Only steep surfaces make the scan."""
+    fx = fy = 60.0
+    cx, cy = 40.0, 30.0
+    pitch = math.radians(35)                                  # looking down
+    c, s = math.cos(pitch), math.sin(pitch)
+    level = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])    # optical -> base, level
+    down = np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])               # pitch about base y
+    rot = down @ level
+    m = np.eye(4)
+    m[:3, :3], m[:3, 3] = rot, (0.0, 0.0, 1.1)
+    depth = _table_and_wall_depth(fx, fy, cx, cy, rot, 1.1, 80, 60)
+    assert np.isfinite(depth).sum() > 1000
+    both = virtual_scan(depth, fx, fy, cx, cy, m, 0.08, LocalizerParams(stride=1, vertical_only=False))
+    assert np.any(both[:, 0] < 1.45)                          # without the filter: the table top is in the scan
+    walls = virtual_scan(depth, fx, fy, cx, cy, m, 0.08, LocalizerParams(stride=1))
+    assert len(walls) > 20
+    assert np.allclose(walls[:, 0], 2.5, atol=0.01)           # with it: only the wall

@@ -8,7 +8,10 @@ where the target ended up and how far the base drove.
 
 from __future__ import annotations
 
+import bisect
+import collections
 import math
+import statistics
 import threading
 import time
 from typing import Callable, Dict, List, Optional, Tuple
@@ -44,6 +47,12 @@ class FetchHarness:
         self.path_length = 0.0
         self.true_base: Optional[Tuple[float, float, float, float]] = None   # x, y, qz, qw (sim-only truth)
         self.localization_state = ""
+        # judging the localiser (sim-only truth): the truth's recent stamps and poses, and each
+        # /amcl_pose estimate's position and heading error against the truth at its stamp
+        self._truth_hist: "collections.deque" = collections.deque(maxlen=400)
+        self.loc_errors: List[Tuple[float, float]] = []
+        self.lost_events = 0
+        node.create_subscription(PoseWithCovarianceStamped, "/amcl_pose", self._on_estimate, LATCHED)
         node.create_subscription(MarkerArray, "/sim_ground_truth/markers", self._on_gt, 10)
         node.create_subscription(Odometry, "/odom", self._on_odom, 20)
         node.create_subscription(Odometry, "/sim_ground_truth/odom", self._on_true_base, 10)
@@ -66,11 +75,31 @@ class FetchHarness:
 
     def _on_true_base(self, msg) -> None:
         p, q = msg.pose.pose.position, msg.pose.pose.orientation
+        stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
         with self._lock:
             self.true_base = (p.x, p.y, q.z, q.w)
+            if self._truth_hist and stamp < self._truth_hist[-1][0]:
+                self._truth_hist.clear()   # time went back
+            self._truth_hist.append((stamp, p.x, p.y, 2.0 * math.atan2(q.z, q.w)))
+
+    def _on_estimate(self, msg) -> None:
+        p, q = msg.pose.pose.position, msg.pose.pose.orientation
+        stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+        with self._lock:
+            hist = list(self._truth_hist)
+            if len(hist) < 2 or not hist[0][0] <= stamp <= hist[-1][0] + 0.1:
+                return
+            i = min(bisect.bisect_left([h[0] for h in hist], stamp), len(hist) - 1)
+            t = min(hist[max(i - 1, 0):i + 1], key=lambda h: abs(h[0] - stamp))   # the truth nearest in time
+            if abs(t[0] - stamp) > 0.1:
+                return
+            yaw_err = math.remainder(2.0 * math.atan2(q.z, q.w) - t[3], 2 * math.pi)
+            self.loc_errors.append((math.hypot(p.x - t[1], p.y - t[2]), abs(yaw_err)))
 
     def _on_localization_state(self, msg) -> None:
         with self._lock:
+            if msg.data.startswith("LOST") and not self.localization_state.startswith("LOST"):
+                self.lost_events += 1
             self.localization_state = msg.data
 
     def _call(self, client, request, timeout: float = 30.0):
@@ -190,7 +219,12 @@ class FetchHarness:
             if on_feedback:
                 on_feedback(phase, detail)
 
+        with self._lock:
+            self.loc_errors, self.lost_events = [], 0
         result = send_fetch(self.node, layout.query, layout.dropoff, timeout_s, on_feedback=fb)
+        with self._lock:
+            loc = list(self.loc_errors)
+            lost = self.lost_events
         time.sleep(1.0)  # let the dropped object come to rest before judging
         gt = self.wait_ground_truth()
         x, y, z = gt.get(layout.target, (math.nan, math.nan, math.nan))
@@ -201,4 +235,10 @@ class FetchHarness:
             dropoff_error_m=round(err, 3), distance_driven_m=round(self.path_length, 2), feedback=phases,
             grasp_attempts=sum(1 for _, ph, d in phases if ph == "GRASP" and d.startswith("lifting")),
             success=bool(result["code"] == 0 and err <= DROPOFF_TOLERANCE and z < 0.15))
+        if loc:   # a localiser ran (its /amcl_pose against the truth, sim-only: judging, not used)
+            pos = sorted(e[0] for e in loc)
+            result.update(loc_estimates=len(loc), loc_error_median_m=round(statistics.median(pos), 4),
+                          loc_error_p95_m=round(pos[int(0.95 * (len(pos) - 1))], 4), loc_error_max_m=round(pos[-1], 4),
+                          loc_heading_error_max_deg=round(math.degrees(max(e[1] for e in loc)), 2),
+                          localization_lost_events=lost)
         return result
