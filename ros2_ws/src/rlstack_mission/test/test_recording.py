@@ -240,7 +240,6 @@ def test_latched_map_from_the_graph_abort_and_context_manager(ros_probe, tmp_pat
 def test_records_an_action_like_ros2_bag(ros_probe, tmp_path):
     """An action's hidden topics: feedback, status and the result from the server's service
     events (introspection on, as the mission has it), decodable by a third-party reader."""
-    import threading
 
     from rclpy.action import ActionClient, ActionServer
     from rclpy.qos import qos_profile_services_default
