@@ -92,6 +92,7 @@ class LocalizerParams:
     # matching
     max_distance: float = 0.5         # m: distance field cap
     huber: float = 0.05               # m: Huber threshold of the residuals
+    outlier_distance: float = 0.15    # m: residuals beyond this get no weight (clutter, objects on furniture)
     inlier_distance: float = 0.06     # m: a point this close to an obstacle surface is an inlier
     iterations: int = 8               # Gauss-Newton iterations per frame
     min_constraint: float = 1.5       # information (points' worth) a direction needs; less: left to odometry
@@ -134,6 +135,8 @@ class LocalizerParams:
             raise ValueError("stride, max_points, lost_after_frames and recover_after_frames must be >= 1")
         if self.scan_angle_step <= 0:
             raise ValueError("scan_angle_step must be > 0")
+        if self.outlier_distance < self.huber:
+            raise ValueError("outlier_distance must be >= huber")
         if self.search_yaw_step <= 0 or self.huber <= 0 or self.search_sigma <= 0 or self.inlier_distance <= 0:
             raise ValueError("search_yaw_step, huber, search_sigma and inlier_distance must be > 0")
 
@@ -283,6 +286,12 @@ class ScanMatcher:
             jac = np.column_stack([gx, gy, dth])
             ad = np.abs(d)
             w = np.where(ad <= p.huber, 1.0, p.huber / np.maximum(ad, 1e-12))
+            # Far from every surface of the map (an object on a table, a chair): no weight at all.
+            # Huber alone kept pulling: with the table top out of the scan, two returns of objects
+            # on a table, 18 cm inside its footprint, slid a stationary robot's estimate 21 cm
+            # along a wall that constrained nothing else (a fetch, 2026-11-25). A pose that far
+            # off is the correlative search's job, not Gauss-Newton's.
+            w = np.where(ad > p.outlier_distance, 0.0, w)
             w = np.where(ad >= p.max_distance - 1e-9, 0.0, w)          # beyond the field: no information
             hess = (jac * w[:, None]).T @ jac
             grad = (jac * w[:, None]).T @ d

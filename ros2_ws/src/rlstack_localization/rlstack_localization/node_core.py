@@ -49,6 +49,7 @@ CORE_PARAMS = {
     "min_points": ("Fewer scan points than this: DEGRADED, odometry only", 0, 100000),
     "max_distance": ("Distance field cap, m", 0.05, 10.0),
     "huber": ("Huber threshold of the match residuals, m", 0.001, 1.0),
+    "outlier_distance": ("Match residuals beyond this get no weight (clutter, objects on furniture), m", 0.001, 5.0),
     "inlier_distance": ("A point this close to an obstacle surface is an inlier, m", 0.001, 1.0),
     "iterations": ("Gauss-Newton iterations per frame", 1, 100),
     "min_constraint": ("Information (points' worth) a pose direction needs to be corrected; less: odometry",

@@ -264,3 +264,25 @@ def test_virtual_scan_keeps_walls_and_drops_a_table_top_seen_from_above():
     walls = virtual_scan(depth, fx, fy, cx, cy, m, 0.08, LocalizerParams(stride=1))
     assert len(walls) > 20
     assert np.allclose(walls[:, 0], 2.5, atol=0.01)           # with it: only the wall
+
+
+def test_returns_far_inside_an_obstacle_do_not_pull_the_estimate(grid):
+    """Objects on a table lie inside its map footprint. With Huber weights alone, a few such returns
+    moved a pose along a wall that constrained nothing else (21 cm in a fetch, 2026-11-25); beyond
+    ``outlier_distance`` they weigh nothing."""
+    truth = (3.0, 0.0, 0.0)
+    wall = raycast(grid, truth, fov=math.radians(30))          # the east wall: y unconstrained
+    m = ScanMatcher(grid, LocalizerParams())
+    # clutter: map points 16-25 cm inside an obstacle whose surface pulls along y
+    ys, xs = np.mgrid[-2.0:2.0:0.01, 1.0:3.9:0.01]
+    d = m._bilinear([m.field, m.gy], xs.ravel(), ys.ravel())   # noqa: SLF001 - the test picks points off the field
+    pick = np.flatnonzero((d[0] < -0.16) & (d[0] > -0.25) & (np.abs(d[1]) > 0.9))
+    pick = pick[:10]                                            # 10 returns: enough information to move y
+    assert len(pick) == 10
+    clutter = np.column_stack([xs.ravel()[pick] - truth[0], ys.ravel()[pick] - truth[1]])
+    scan = np.vstack([wall, clutter])
+    pose, _, _ = m.refine(truth, scan)
+    assert abs(pose[1] - truth[1]) < 0.01                     # the clutter weighs nothing
+    huber_only = ScanMatcher(grid, LocalizerParams(outlier_distance=0.5))
+    pulled, _, _ = huber_only.refine(truth, scan)
+    assert abs(pulled[1] - truth[1]) > 0.03                   # what it did before

@@ -50,7 +50,8 @@ class FetchHarness:
         # judging the localiser (sim-only truth): the truth's recent stamps and poses, and each
         # /amcl_pose estimate's position and heading error against the truth at its stamp
         self._truth_hist: "collections.deque" = collections.deque(maxlen=400)
-        self.loc_errors: List[Tuple[float, float]] = []
+        self.loc_errors: List[Tuple[float, ...]] = []
+        self._judge_from = -math.inf      # sim time: estimates of older frames are not judged
         self.lost_events = 0
         node.create_subscription(PoseWithCovarianceStamped, "/amcl_pose", self._on_estimate, LATCHED)
         node.create_subscription(MarkerArray, "/sim_ground_truth/markers", self._on_gt, 10)
@@ -87,14 +88,14 @@ class FetchHarness:
         stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
         with self._lock:
             hist = list(self._truth_hist)
-            if len(hist) < 2 or not hist[0][0] <= stamp <= hist[-1][0] + 0.1:
-                return
+            if len(hist) < 2 or not max(hist[0][0], self._judge_from) <= stamp <= hist[-1][0] + 0.1:
+                return   # no truth to judge it by, or a frame from before this fetch (the reset)
             i = min(bisect.bisect_left([h[0] for h in hist], stamp), len(hist) - 1)
             t = min(hist[max(i - 1, 0):i + 1], key=lambda h: abs(h[0] - stamp))   # the truth nearest in time
             if abs(t[0] - stamp) > 0.1:
                 return
             yaw_err = math.remainder(2.0 * math.atan2(q.z, q.w) - t[3], 2 * math.pi)
-            self.loc_errors.append((math.hypot(p.x - t[1], p.y - t[2]), abs(yaw_err)))
+            self.loc_errors.append((math.hypot(p.x - t[1], p.y - t[2]), abs(yaw_err), stamp, p.x, p.y, t[1], t[2]))
 
     def _on_localization_state(self, msg) -> None:
         with self._lock:
@@ -221,6 +222,7 @@ class FetchHarness:
 
         with self._lock:
             self.loc_errors, self.lost_events = [], 0
+            self._judge_from = self._truth_hist[-1][0] if self._truth_hist else -math.inf
         result = send_fetch(self.node, layout.query, layout.dropoff, timeout_s, on_feedback=fb)
         with self._lock:
             loc = list(self.loc_errors)
@@ -240,5 +242,7 @@ class FetchHarness:
             result.update(loc_estimates=len(loc), loc_error_median_m=round(statistics.median(pos), 4),
                           loc_error_p95_m=round(pos[int(0.95 * (len(pos) - 1))], 4), loc_error_max_m=round(pos[-1], 4),
                           loc_heading_error_max_deg=round(math.degrees(max(e[1] for e in loc)), 2),
-                          localization_lost_events=lost)
+                          localization_lost_events=lost,
+                          # (sim time s, estimate x, y, truth x, y) of each estimate >= 5 cm off, for diagnosis
+                          loc_trace_over_5cm=[[round(v, 3) for v in e[2:]] for e in loc if e[0] >= 0.05])
         return result
