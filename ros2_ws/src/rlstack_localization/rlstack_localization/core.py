@@ -95,7 +95,7 @@ class LocalizerParams:
     outlier_distance: float = 0.15    # m: residuals beyond this get no weight (clutter, objects on furniture)
     inlier_distance: float = 0.06     # m: a point this close to an obstacle surface is an inlier
     iterations: int = 8               # Gauss-Newton iterations per frame
-    min_constraint: float = 1.5       # information (points' worth) a direction needs; less: left to odometry
+    min_constraint: float = 3.0       # information (points' worth) a direction needs; less: left to odometry
     constraint_length: float = 2.0    # m: yaw is compared with x/y as the arc at this distance
     correction_gain: float = 0.5      # share of a tracked frame's correction applied (1: all)
     # states
