@@ -32,16 +32,17 @@ def main(argv=None) -> int:
     from sim_bridges.pybullet_backend import PyBulletBackend
     from sim_bridges.sensor_noise import DepthNoise
 
-    from rlstack_perception.evaluate_grasp_pose import _render, head_camera_in_base
+    from rlstack_perception.evaluate_grasp_pose import head_camera_in_base, head_camera_view
     from rlstack_perception.frame import Frame
     from rlstack_perception.pipeline import Pipeline
-    from rlstack_perception.simtools import _free, label_of, target_objects
+    from rlstack_perception.simtools import label_of, target_objects
 
     noise = DepthNoise(enabled=not args.no_noise)
     rng = np.random.default_rng(3)
     sim = PyBulletBackend()
     sim.load_scene("home")
-    r_cam, t_cam, intr = head_camera_in_base(sim)
+    camera = head_camera_in_base(sim)
+    intr = camera[2]
     pipe = Pipeline.default()
     rows = []
     for layout in range(args.layouts):
@@ -56,15 +57,12 @@ def main(argv=None) -> int:
                     az0 = rng.uniform(-math.pi, math.pi)
                     frames = []
                     for _ in range(30):
-                        az = az0 + rng.normal(0, 0.05)
-                        base = c[:2] - d * np.array([math.cos(az), math.sin(az)])
-                        if abs(base[0]) > 3.6 or abs(base[1]) > 2.6 or not _free(sim, base, 0.05):
+                        view = head_camera_view(sim, c, d, az0 + rng.normal(0, 0.05), camera)
+                        if view is None:
                             continue
-                        rb = np.array([[math.cos(az), -math.sin(az), 0], [math.sin(az), math.cos(az), 0], [0, 0, 1.0]])
-                        rot, trans = rb @ r_cam, rb @ t_cam + np.array([base[0], base[1], 0.08])
-                        cf = _render(sim, rot, trans, intr)
-                        depth, _ = noise.apply(cf.depth, intr.fx, intr.fy, intr.cx, intr.cy, rng)
-                        frames.append(Frame(cf.rgb, depth, intr.fx, intr.fy, intr.cx, intr.cy, rot, trans))
+                        depth, _ = noise.apply(view.frame.depth, intr.fx, intr.fy, intr.cx, intr.cy, rng)
+                        frames.append(Frame(view.frame.rgb, depth, intr.fx, intr.fy, intr.cx, intr.cy,
+                                            view.camera_rotation, view.camera_translation))
                         if len(frames) == 5:
                             break
                     if len(frames) < 5:

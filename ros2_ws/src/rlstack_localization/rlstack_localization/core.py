@@ -189,7 +189,7 @@ def virtual_scan(depth: np.ndarray, fx: float, fy: float, cx: float, cy: float, 
     pts = pts @ m[:3, :3].T + m[:3, 3]                        # (rows, cols, 3) in base_link
     if p.vertical_only:
         ok &= _on_steep_surface(pts, z, p)
-    pts, z = pts[ok], z[ok]
+    pts = pts[ok]
     h = pts[:, 2] + base_height
     r2 = pts[:, 0] ** 2 + pts[:, 1] ** 2
     keep = (h >= p.min_height) & (h <= p.max_height) & (r2 >= p.self_filter_radius ** 2)

@@ -81,7 +81,7 @@ def main(argv=None) -> int:
                       f"{'ok ' if r['success'] else 'FAIL'} {r['wall_s']:6.1f} s  drop-off error "
                       f"{r['dropoff_error_m']:.2f} m{loc}  {'' if r['success'] else r['reason']}", flush=True)
                 (out / "results.json").write_text(json.dumps({"episodes": episodes}, indent=1))
-                cpu1, cpu_t1 = graph.cpu_seconds(), time.monotonic()
+            cpu1, cpu_t1 = graph.cpu_seconds(), time.monotonic()
     finally:
         executor.shutdown()
         node.destroy_node()

@@ -16,6 +16,7 @@ import threading
 import time
 from typing import Callable, Dict, List, Optional, Tuple
 
+from .frames import yaw_of
 from .layouts import FetchLayout, make_layout
 from .send_fetch import send_fetch
 
@@ -81,7 +82,7 @@ class FetchHarness:
             self.true_base = (p.x, p.y, q.z, q.w)
             if self._truth_hist and stamp < self._truth_hist[-1][0]:
                 self._truth_hist.clear()   # time went back
-            self._truth_hist.append((stamp, p.x, p.y, 2.0 * math.atan2(q.z, q.w)))
+            self._truth_hist.append((stamp, p.x, p.y, yaw_of((q.x, q.y, q.z, q.w))))
 
     def _on_estimate(self, msg) -> None:
         p, q = msg.pose.pose.position, msg.pose.pose.orientation
@@ -94,7 +95,7 @@ class FetchHarness:
             t = min(hist[max(i - 1, 0):i + 1], key=lambda h: abs(h[0] - stamp))   # the truth nearest in time
             if abs(t[0] - stamp) > 0.1:
                 return
-            yaw_err = math.remainder(2.0 * math.atan2(q.z, q.w) - t[3], 2 * math.pi)
+            yaw_err = math.remainder(yaw_of((q.x, q.y, q.z, q.w)) - t[3], 2 * math.pi)
             self.loc_errors.append((math.hypot(p.x - t[1], p.y - t[2]), abs(yaw_err), stamp, p.x, p.y, t[1], t[2]))
 
     def _on_localization_state(self, msg) -> None:

@@ -22,7 +22,7 @@ import math
 import sys
 import time
 from collections import Counter
-from typing import Dict, List
+from typing import Dict, List, NamedTuple, Optional
 
 import numpy as np
 
@@ -56,6 +56,31 @@ def _render(sim, rotation, translation, intrinsics):
     return PyBulletCamera(spec, sim.client_id).render(sim.sim_time)
 
 
+class HeadView(NamedTuple):
+    """The head camera's render from a base pose placed by :func:`head_camera_view` (world frame)."""
+
+    frame: object                  # sim_bridges CameraFrame (rgb, depth, ...)
+    base_rotation: np.ndarray      # base_link in the world, 3x3
+    base_position: np.ndarray      # base_link origin in the world (z: the wheel radius)
+    camera_rotation: np.ndarray    # the optical frame in the world, 3x3
+    camera_translation: np.ndarray
+
+
+def head_camera_view(sim, centre, distance: float, azimuth: float, camera) -> Optional[HeadView]:
+    """What the head camera sees with ``base_link`` ``distance`` m from ``centre`` (x, y[, z]) along
+    ``azimuth`` and facing it; None where the base would not stand free in ``home``.
+    ``camera``: :func:`head_camera_in_base` of the loaded robot."""
+    r_cam, t_cam, intr = camera
+    base = np.asarray(centre, float)[:2] - distance * np.array([math.cos(azimuth), math.sin(azimuth)])
+    if abs(base[0]) > 3.6 or abs(base[1]) > 2.6 or not _free(sim, base, 0.05):
+        return None
+    rb = np.array([[math.cos(azimuth), -math.sin(azimuth), 0.0], [math.sin(azimuth), math.cos(azimuth), 0.0],
+                   [0, 0, 1.0]])
+    base3 = np.array([base[0], base[1], 0.08])          # base_link height: the wheel radius
+    rot, trans = rb @ r_cam, rb @ t_cam + base3
+    return HeadView(_render(sim, rot, trans, intr), rb, base3, rot, trans)
+
+
 def evaluate(layouts: int = 10, views: int = 3, seed: int = 7, hint_std: float = 0.02,
              config: GraspPoseConfig = GraspPoseConfig(), progress: bool = True, depth_noise=None,
              view_range=(0.44, 0.76), floor_only: bool = False) -> Dict:
@@ -68,7 +93,8 @@ def evaluate(layouts: int = 10, views: int = 3, seed: int = 7, hint_std: float =
     rng = np.random.default_rng(seed)
     sim = PyBulletBackend()
     sim.load_scene("home")
-    r_cam, t_cam, intr = head_camera_in_base(sim)
+    camera = head_camera_in_base(sim)
+    r_cam, t_cam, intr = camera
     rows: List[Dict] = []
     reasons: Counter = Counter()
     t0 = time.perf_counter()
@@ -84,13 +110,11 @@ def evaluate(layouts: int = 10, views: int = 3, seed: int = 7, hint_std: float =
                     break
                 az = rng.uniform(-math.pi, math.pi)
                 r = rng.uniform(*view_range)
-                base = c[:2] - r * np.array([math.cos(az), math.sin(az)])
-                if abs(base[0]) > 3.6 or abs(base[1]) > 2.6 or not _free(sim, base, 0.05):
+                view = head_camera_view(sim, c, r, az, camera)
+                if view is None:
                     continue
                 made += 1
-                rb = np.array([[math.cos(az), -math.sin(az), 0.0], [math.sin(az), math.cos(az), 0.0], [0, 0, 1.0]])
-                base3 = np.array([base[0], base[1], 0.08])          # base_link height: the wheel radius
-                cf = _render(sim, rb @ r_cam, rb @ t_cam + base3, intr)
+                cf, rb, base3 = view.frame, view.base_rotation, view.base_position
                 depth = cf.depth
                 if depth_noise is not None:
                     depth, _ = depth_noise.apply(depth, intr.fx, intr.fy, intr.cx, intr.cy, rng)
