@@ -59,6 +59,23 @@ class _Joint:
 
 
 @dataclass
+class _ArmRamp:
+    """Joint targets of an end-effector step, moved from ``start`` to ``goal`` in equal parts over
+    the ``n`` physics steps of one control period (see ``_solve_end_effector``)."""
+    body: int
+    indices: List[int]
+    forces: List[float]
+    start: np.ndarray
+    goal: np.ndarray
+    n: int
+    k: int = 0
+
+    @property
+    def current(self) -> np.ndarray:
+        return self.start + (self.goal - self.start) * (self.k / self.n)
+
+
+@dataclass
 class _Robot:
     spec: RobotSpec
     body: int
@@ -140,6 +157,7 @@ class PyBulletBackend(SimBackend):
         self._mobile: Optional[_Robot] = None
         self._arm: Optional[_Robot] = None
         self._ee_yaw = 0.0   # latched wrist yaw of set_end_effector_yaw (rad); 0 after a reset
+        self._arm_ramp: Optional[_ArmRamp] = None   # end-effector step being interpolated
         self._cart: Optional[_Robot] = None
         self._plate: Optional[_Robot] = None
 
@@ -333,6 +351,7 @@ class PyBulletBackend(SimBackend):
             self._build_world(self._spec)
         p.restoreState(self._snapshot, physicsClientId=cid)
         self._ee_yaw = 0.0
+        self._arm_ramp = None
         rng = np.random.default_rng(seed)
         for robot in self._robots:
             spec = robot.spec
@@ -395,7 +414,17 @@ class PyBulletBackend(SimBackend):
         n = n_control_steps * self._substeps
         # positional client id: keyword parsing costs ~0.2 us per call in PyBullet
         step_simulation, cid = p.stepSimulation, self._cid
-        if n == 1:
+        ramp = self._arm_ramp
+        if ramp is not None and ramp.k < ramp.n:
+            # an end-effector step in progress: one interpolated target per physics step
+            for i in range(n):
+                if ramp.k < ramp.n:
+                    ramp.k += 1
+                    p.setJointMotorControlArray(ramp.body, ramp.indices, p.POSITION_CONTROL,
+                                                targetPositions=ramp.current.tolist(), forces=ramp.forces,
+                                                physicsClientId=cid)
+                step_simulation(cid)
+        elif n == 1:
             step_simulation(cid)
         else:
             for _ in range(n):
@@ -489,6 +518,9 @@ class PyBulletBackend(SimBackend):
             self._position_control(body, js, ts)
 
     def _position_control(self, body: int, joints: Sequence[_Joint], targets: Sequence[float]) -> None:
+        ramp = self._arm_ramp
+        if ramp is not None and ramp.body == body and set(ramp.indices) & {j.index for j in joints}:
+            self._arm_ramp = None   # a direct target replaces an end-effector step in progress
         p.setJointMotorControlArray(
             body,
             [j.index for j in joints],
@@ -708,7 +740,18 @@ class PyBulletBackend(SimBackend):
         order = {j.name: i for i, j in enumerate(joints)}
         arm_joints = [robot.joints[n] for n in arm.joints]
         targets = [min(max(solution[order[j.name]], j.lower), j.upper) for j in arm_joints]
-        self._position_control(robot.body, arm_joints, targets)
+        # The new targets are reached in equal parts over one control period, as a robot's joint
+        # controller interpolates its setpoints, not in one jump: a jump drives each joint at its
+        # full torque for a few milliseconds, and those jolts (every step) rocked the 40 kg robot
+        # onto one wheel and walked the base ~1.5 cm and 1 deg per arm move, unseen by wheel odometry.
+        indices = [j.index for j in arm_joints]
+        ramp = self._arm_ramp
+        if ramp is not None and ramp.body == robot.body and ramp.indices == indices:
+            start = ramp.current    # chain on from where the last step's interpolation got to
+        else:
+            start = np.array([s[0] for s in p.getJointStates(robot.body, indices, physicsClientId=cid)])
+        self._arm_ramp = _ArmRamp(robot.body, indices, [j.max_force for j in arm_joints], start,
+                                  np.asarray(targets, dtype=np.float64), max(1, self._substeps))
 
     def _link_pose(self, robot: _Robot, link: str):
         index = robot.links[link]

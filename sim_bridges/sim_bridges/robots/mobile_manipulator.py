@@ -9,6 +9,12 @@ from .spec import DiffDriveParams, RobotSpec
 
 #: Arm mount position on the base top plate (m, base_link frame).
 ARM_MOUNT_X = 0.08
+#: Mass of the base body under the arm (kg). The bare base's 20 kg was too light for an 18 kg Panda:
+#: with the arm 0.45 m to the side the robot's centre of mass came close to the line from a wheel to
+#: the front caster, the other wheel unloaded under each arm step, and the base pivoted on the
+#: loaded one (1.4 cm per arm move with 20 kg, 0.1 cm with 40 kg; /work/notes/shift). Bases that
+#: carry a Panda weigh 40-135 kg.
+BASE_BODY_MASS = 40.0
 
 
 def mobile_manipulator(params: DiffDriveParams = DiffDriveParams(), base_pose: Pose = None,
@@ -26,7 +32,8 @@ def mobile_manipulator(params: DiffDriveParams = DiffDriveParams(), base_pose: P
     name = "mobile_manipulator"
     return RobotSpec(
         name=name,
-        urdf_text=diff_drive_urdf(params, robot_name=name, extra_links=extra, mast_height=1.1),
+        urdf_text=diff_drive_urdf(params, robot_name=name, extra_links=extra, mast_height=1.1,
+                                body_mass=BASE_BODY_MASS),
         base_pose=base_pose or Pose([0.0, 0.0, params.wheel_radius]),
         fixed_base=False,
         position_joints=ARM_JOINTS + FINGER_JOINTS,
