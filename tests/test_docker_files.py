@@ -34,7 +34,7 @@ def test_every_service_uses_host_network_and_ipc(name):
 
 def test_robot_compose_runs_built_executables_with_existing_params_on_wall_time():
     services = _compose("compose.robot.yaml")["services"]
-    expected = {"semantic_map", "grasp_pose", "nav_controller", "policy_node", "mission",
+    expected = {"semantic_map", "grasp_pose", "localizer", "nav_controller", "policy_node", "mission",
                 "twist_stamper", "arm_adapter"}
     assert set(services) == expected
     install = REPO / "ros2_ws" / "install"

@@ -72,18 +72,18 @@ def test_the_fetch_graph_has_depth_noise_on_by_default(args):
 
 
 @pytest.mark.parametrize("args", [{}, {"robot_mode": "false"}], ids=["robot_mode", "ground_truth_ablation"])
-def test_the_fetch_graph_runs_with_drifting_odometry_and_the_localiser_on_request(args):
-    """A robot's odometry drifts (issue 15): with localization:=true the bridge integrates /odom from
-    the wheels with drift, the localiser publishes map -> odom, navigation reads it from /tf instead
-    of publishing an identity, and the semantic map stores positions in map (odom slides away from
-    the world). Off by default until the fetch reaches its target with it (docs/mission.md)."""
-    on = {**args, "localization": "true"}
+def test_the_fetch_graph_runs_with_drifting_odometry_and_the_localiser_by_default(args):
+    """A robot's odometry drifts (issue 15): by default the bridge integrates /odom from the wheels
+    with drift, the localiser publishes map -> odom, navigation reads it from /tf instead of
+    publishing an identity, and the semantic map stores positions in map (odom slides away from the
+    world). localization:=false gives the sim's exact odometry and navigation's identity map -> odom."""
+    on = args
     names = [s.name for s in load_launch_file(str(REPO / "launch" / "fetch.launch.yaml"), on)]
     assert "localizer" in names
     assert _params("fetch.launch.yaml", on, "sim_bridge")["wheel_odometry"] == "true"
     assert _params("fetch.launch.yaml", on, "nav_controller")["publish_map_to_odom"] == "false"
     assert _params("fetch.launch.yaml", on, "semantic_map")["map_frame"] == "map"
-    off = args
+    off = {**args, "localization": "false"}
     assert "localizer" not in [s.name for s in load_launch_file(str(REPO / "launch" / "fetch.launch.yaml"), off)]
     assert _params("fetch.launch.yaml", off, "sim_bridge")["wheel_odometry"] == "false"
     assert _params("fetch.launch.yaml", off, "nav_controller")["publish_map_to_odom"] == "true"

@@ -199,7 +199,7 @@ def test_fetch_graph_during_a_fetch(ros_processes, ros_probe, tmp_path):
 
     _wait_busy(ros_probe, runner, "fetch feedback", fetching, timeout=120)
     _interrupt_like_a_terminal(runner)
-    _assert_clean_stop(runner, ["sim_bridge", "semantic_map", "nav_controller", "policy_node", "mission"])
+    _assert_clean_stop(runner, ["sim_bridge", "localizer", "semantic_map", "nav_controller", "policy_node", "mission"])
     client.destroy()
 
 

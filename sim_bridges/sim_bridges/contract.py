@@ -417,7 +417,10 @@ class SimBackend(abc.ABC):
         """Move the arm end effector by a Cartesian delta (m, arm base frame) via IK.
 
         The gripper points down, turned about the arm base's vertical by the wrist yaw last set
-        with :meth:`set_end_effector_yaw` (0 after a reset)."""
+        with :meth:`set_end_effector_yaw` (0 after a reset). The joints move to the IK solution
+        over the next control period, their targets interpolated at the physics rate as a robot's
+        joint controller interpolates its setpoints (a jump to the new targets jolts the arm at
+        full torque, and on a mobile base those jolts move the base)."""
         raise self._not_supported(Capability.END_EFFECTOR_DELTA)
 
     def set_end_effector_yaw(self, yaw: float) -> None:

@@ -30,14 +30,17 @@ def _yaw_deg(sim) -> float:
     return math.degrees(2.0 * math.atan2(q[2], q[3]))
 
 
-def hold_turn_and_open(turn_deg: float, friction_anchors: bool) -> float:
+def hold_turn_and_open(turn_deg: float, friction_anchors: bool, base_mass: float = 0.0) -> float:
     """Close the hand on the cube, turn the base by ``turn_deg`` (ramped, as navigation turns), stop,
-    open; return the finger opening 1.5 s after the open command."""
+    open; return the finger opening 1.5 s after the open command. ``base_mass``: the base body's
+    mass (kg; 0: the robot's own)."""
     sim = PyBulletBackend()
     try:
         sim.load_scene("home")
         sim.reset(seed=1)
         arm, cid = sim._arm, sim._cid            # the engine's own bodies: this test is about Bullet
+        if base_mass > 0:
+            p.changeDynamics(arm.body, -1, mass=base_mass, physicsClientId=cid)
         if friction_anchors:                     # what the URDF asks for (the jam)
             for name in arm.spec.arm.finger_joints:
                 p.changeDynamics(arm.body, arm.joints[name].index, frictionAnchor=1, physicsClientId=cid)
@@ -81,10 +84,13 @@ def test_a_cube_held_through_a_half_turn_is_let_go():
 
 
 def test_with_the_urdfs_friction_anchors_half_turns_jam():
-    """The cause, kept visible: with the anchors the same sweep jams (4 of 8 when measured). If none
-    does any more, Bullet changed and docs/mission.md needs a new line."""
-    widths = [hold_turn_and_open(turn, friction_anchors=True) for turn in HALF_TURNS]
-    assert sum(w < 0.06 for w in widths) >= 2, dict(zip(HALF_TURNS, widths))
+    """The cause, kept visible on the robot it was found on: with the anchors and the 20 kg base
+    body the same sweep jams (4 of 8 when found; 1 of 8 since the backend interpolates arm steps).
+    With the 40 kg base body of 2026-11-25 no half turn from 150 to 230 deg jammed even with the
+    anchors (a steadier base); they stay off. If none jams here any more, Bullet changed and
+    docs/mission.md needs a new line."""
+    widths = [hold_turn_and_open(turn, friction_anchors=True, base_mass=20.0) for turn in HALF_TURNS]
+    assert sum(w < 0.06 for w in widths) >= 1, dict(zip(HALF_TURNS, widths))
 
 
 def test_small_turns_never_jammed():

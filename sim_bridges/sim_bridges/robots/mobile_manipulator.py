@@ -12,7 +12,7 @@ ARM_MOUNT_X = 0.08
 #: Mass of the base body under the arm (kg). The bare base's 20 kg was too light for an 18 kg Panda:
 #: with the arm 0.45 m to the side the robot's centre of mass came close to the line from a wheel to
 #: the front caster, the other wheel unloaded under each arm step, and the base pivoted on the
-#: loaded one (1.4 cm per arm move with 20 kg, 0.1 cm with 40 kg; /work/notes/shift). Bases that
+#: loaded one (tools/arm_base_shift.py --base-mass 20). Bases that
 #: carry a Panda weigh 40-135 kg.
 BASE_BODY_MASS = 40.0
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import signal
 import statistics
 import sys
 import threading
@@ -23,6 +24,28 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[4] if (Path(__file__).resolve().parents[4] / "launch").is_dir() else Path.cwd()
+
+
+def _run_layouts(a, harness, episodes: list) -> None:
+    """Apply, fetch and print each seed's layout; every finished episode is appended to ``episodes``
+    and written to results.json at once (an interrupted run keeps them)."""
+    out = Path(a.out)
+    for seed in range(a.seed_base, a.seed_base + a.layouts):
+        layout = harness.layout(seed, str(ROOT / "maps" / "home.yaml"), support=a.support)
+        harness.apply(layout)
+        r = harness.fetch(layout, a.timeout)
+        episodes.append(r)
+        loc = (f"  localisation error median {100 * r['loc_error_median_m']:.1f} / max "
+               f"{100 * r['loc_error_max_m']:.1f} cm, LOST {r['localization_lost_events']}x"
+               if "loc_error_median_m" in r else "")
+        print(f"seed {seed:3d}  {layout.query:18s} {layout.table:8s} -> {r['code_name']:12s} "
+              f"{'ok ' if r['success'] else 'FAIL'} {r['wall_s']:6.1f} s  drop-off error "
+              f"{r['dropoff_error_m']:.2f} m{loc}  {'' if r['success'] else r['reason']}", flush=True)
+        (out / "results.json").write_text(json.dumps({"episodes": episodes}, indent=1))
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def main(argv=None) -> int:
@@ -50,12 +73,19 @@ def main(argv=None) -> int:
 
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    rclpy.init(args=[])   # our own argv (NAME:=VALUE launch args) is not for rcl
+    from rclpy.signals import SignalHandlerOptions
+
+    # Ctrl-C and SIGTERM stop the run at once: the graph is stopped and the layouts done so far are
+    # summarised. (rclpy's own handlers only shut its context down; the main thread, waiting on a
+    # fetch, went on waiting, and the run had to be killed.)
+    rclpy.init(args=[], signal_handler_options=SignalHandlerOptions.NO)   # our argv is not for rcl
+    signal.signal(signal.SIGTERM, _interrupt)
     node = rclpy.create_node("fetch_evaluation")
     executor = MultiThreadedExecutor(num_threads=2)
     executor.add_node(node)
     threading.Thread(target=executor.spin, daemon=True).start()
     episodes = []
+    interrupted = False
     t_start = time.monotonic()
     try:
         graph_args = {"robot_mode": "false"} if a.ground_truth_grasp else {}
@@ -69,19 +99,15 @@ def main(argv=None) -> int:
             print(f"fetch graph ready in {ready_s:.1f} s", flush=True)
             harness = FetchHarness(node)
             cpu0, cpu_t0 = graph.cpu_seconds(), time.monotonic()
-            for seed in range(a.seed_base, a.seed_base + a.layouts):
-                layout = harness.layout(seed, str(ROOT / "maps" / "home.yaml"), support=a.support)
-                harness.apply(layout)
-                r = harness.fetch(layout, a.timeout)
-                episodes.append(r)
-                loc = (f"  localisation error median {100 * r['loc_error_median_m']:.1f} / max "
-                       f"{100 * r['loc_error_max_m']:.1f} cm, LOST {r['localization_lost_events']}x"
-                       if "loc_error_median_m" in r else "")
-                print(f"seed {seed:3d}  {layout.query:18s} {layout.table:8s} -> {r['code_name']:12s} "
-                      f"{'ok ' if r['success'] else 'FAIL'} {r['wall_s']:6.1f} s  drop-off error "
-                      f"{r['dropoff_error_m']:.2f} m{loc}  {'' if r['success'] else r['reason']}", flush=True)
-                (out / "results.json").write_text(json.dumps({"episodes": episodes}, indent=1))
+            try:
+                _run_layouts(a, harness, episodes)
+            except KeyboardInterrupt:
+                interrupted = True
+                print(f"interrupted after {len(episodes)} layout(s): stopping the graph", flush=True)
             cpu1, cpu_t1 = graph.cpu_seconds(), time.monotonic()
+    except KeyboardInterrupt:   # while the graph started
+        print("interrupted before the first layout: the graph is stopped", flush=True)
+        return 130
     finally:
         executor.shutdown()
         node.destroy_node()
@@ -115,9 +141,12 @@ def main(argv=None) -> int:
         "cpu_share_of_one_core": {k: round((cpu1[k] - cpu0.get(k, 0.0)) / (cpu_t1 - cpu_t0), 3)
                                   for k in sorted(cpu1)} if episodes else {},
         "support": a.support,
+        "interrupted": interrupted,
     }
     (out / "results.json").write_text(json.dumps({"summary": summary, "episodes": episodes}, indent=1))
     print(json.dumps(summary, indent=1))
+    if interrupted:
+        return 130
     return 0 if episodes and len(ok) == len(episodes) else 1
 
 
