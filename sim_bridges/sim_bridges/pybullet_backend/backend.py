@@ -417,7 +417,7 @@ class PyBulletBackend(SimBackend):
         ramp = self._arm_ramp
         if ramp is not None and ramp.k < ramp.n:
             # an end-effector step in progress: one interpolated target per physics step
-            for i in range(n):
+            for _ in range(n):
                 if ramp.k < ramp.n:
                     ramp.k += 1
                     p.setJointMotorControlArray(ramp.body, ramp.indices, p.POSITION_CONTROL,
@@ -742,8 +742,9 @@ class PyBulletBackend(SimBackend):
         targets = [min(max(solution[order[j.name]], j.lower), j.upper) for j in arm_joints]
         # The new targets are reached in equal parts over one control period, as a robot's joint
         # controller interpolates its setpoints, not in one jump: a jump drives each joint at its
-        # full torque for a few milliseconds, and those jolts (every step) rocked the 40 kg robot
-        # onto one wheel and walked the base ~1.5 cm and 1 deg per arm move, unseen by wheel odometry.
+        # full torque for a few milliseconds, and those jolts (every step) rocked the robot (40 kg
+        # then) onto one wheel and walked the base ~1.4 cm and ~1 deg per arm move, unseen by wheel
+        # odometry (tools/arm_base_shift.py --jump --base-mass 20).
         indices = [j.index for j in arm_joints]
         ramp = self._arm_ramp
         if ramp is not None and ramp.body == robot.body and ramp.indices == indices:
