@@ -33,7 +33,7 @@ _ARG_NAME = re.compile(r"[A-Za-z0-9_.\-/]+\Z")
 
 _COMMON_KEYS = ("if", "unless")
 _NODE_KEYS = (
-    "pkg", "exec", "name", "namespace", "output", "on_exit",
+    "pkg", "exec", "name", "namespace", "output", "on_exit", "respawn", "respawn_delay",
     "param", "remap", "args", "ros_args",
 ) + _COMMON_KEYS
 _ARG_KEYS = ("name", "default", "description", "choice") + _COMMON_KEYS
@@ -78,6 +78,9 @@ class NodeSpec:
         params: in launch-file order: ``('file', path)`` or ``('param', name, value)``.
         remaps: ``(from, to)`` remapping rules, in order.
         required: the launch file says ``on_exit: shutdown``.
+        respawn: the launch file says ``respawn: true``: the runner starts the node again
+            whenever it exits while the graph runs (as ``ros2 launch`` does).
+        respawn_delay: seconds between the exit and the new start (``respawn_delay``).
         args: extra argv placed before ``--ros-args``.
         ros_args: extra ROS arguments placed at the end, after ``--ros-args``.
         output: ``screen``, ``log`` or ``both`` as written (the runner always prints).
@@ -94,6 +97,8 @@ class NodeSpec:
     params: List[Tuple[str, ...]] = field(default_factory=list)
     remaps: List[Tuple[str, str]] = field(default_factory=list)
     required: bool = False
+    respawn: bool = False
+    respawn_delay: float = 0.0
     args: List[str] = field(default_factory=list)
     ros_args: List[str] = field(default_factory=list)
     output: str = "screen"
@@ -620,6 +625,17 @@ class _Builder:
                     f"on_exit '{on_exit}' is not supported",
                     "use 'on_exit: shutdown' to make the node required, or drop the key"))
             required = True
+        respawn = attempt(lambda: _typed_attr(body, "respawn", bool, ctx)) or False
+        respawn_delay = attempt(lambda: _typed_attr(body, "respawn_delay", float, ctx)) or 0.0
+        if respawn_delay < 0.0:
+            failures.append(EntryError(f"respawn_delay {respawn_delay:g} is negative",
+                                       "give the seconds to wait before a restart, >= 0"))
+        if respawn and required:
+            # ros2 launch would both stop the graph and start the node again, racing; say which.
+            failures.append(EntryError(
+                "'respawn: true' and 'on_exit: shutdown' contradict each other",
+                "a required node stops the graph when it exits; a respawned one is started "
+                "again: keep one of the two"))
         exe_path = attempt(lambda: _resolve_executable(package, executable))
         params: List[Tuple[str, ...]] = []
         if "param" in body:
@@ -646,6 +662,8 @@ class _Builder:
             params=params,
             remaps=remaps,
             required=required,
+            respawn=respawn,
+            respawn_delay=respawn_delay,
             args=args,
             ros_args=ros_args,
             output=output,
@@ -718,6 +736,43 @@ def _check_keys(body: Mapping[str, Any], tag: str, allowed: Sequence[str]) -> No
                 f"unknown key '{key}' in {tag}",
                 "supported keys: " + ", ".join(allowed),
             )
+
+
+_TRUE_WORDS = ("true", "1")
+_FALSE_WORDS = ("false", "0")
+
+
+def _typed_attr(body: Mapping[str, Any], key: str, kind: type, ctx: Any) -> Any:
+    """A node attribute that ``ros2 launch`` reads as a bool or a float (``respawn``,
+    ``respawn_delay``): a YAML value of that type, or a string (substitutions allowed)
+    that reads as one. ``None`` when absent."""
+    if key not in body:
+        return None
+    value = body[key]
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str):
+            word = substitute(value, ctx).strip().lower()
+            if word in _TRUE_WORDS:
+                return True
+            if word in _FALSE_WORDS:
+                return False
+            raise EntryError(f"'{key}' must be true or false, got {word!r}",
+                             f"write {key}: true (or false)")
+        raise EntryError(f"'{key}' must be true or false, got {_kind(value)}",
+                         f"write {key}: true (or false)")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):
+        text = substitute(value, ctx).strip()
+        try:
+            return float(text)
+        except ValueError:
+            raise EntryError(f"'{key}' must be a number of seconds, got {text!r}",
+                             f"write e.g. {key}: 2.0") from None
+    raise EntryError(f"'{key}' must be a number of seconds, got {_kind(value)}",
+                     f"write e.g. {key}: 2.0")
 
 
 def _get_str(

@@ -11,6 +11,12 @@ Design notes (the why):
   lines from different nodes never interleave mid-line.
 * The main thread only polls child status and handles signals (recorded by the handler,
   acted on in the loop) so that no real work runs inside a signal handler.
+* A node marked ``respawn: true`` is started again ``respawn_delay`` seconds after it exits
+  while the graph runs, as ``ros2 launch`` does (no retry limit there either; every restart
+  is logged with its count). A restart forks while the output threads run; the fork's
+  ``preexec_fn`` only calls ``setpgid`` and ``prctl`` (no Python lock, no allocation that
+  glibc does not make fork-safe), which is why it is safe here despite Python's general
+  warning about ``preexec_fn`` and threads.
 """
 
 from __future__ import annotations
@@ -39,10 +45,17 @@ class _Child:
     proc: subprocess.Popen
     threads: List[threading.Thread] = field(default_factory=list)
     returncode: Optional[int] = None
+    restart_at: Optional[float] = None   # monotonic time of a pending respawn
+    respawns: int = 0
 
     @property
     def running(self) -> bool:
         return self.returncode is None
+
+    @property
+    def pending(self) -> bool:
+        """Exited, and to be started again (respawn)."""
+        return self.restart_at is not None
 
 
 class _Output:
@@ -184,49 +197,62 @@ def run_graph(
         # arrive in bursts, long after the fact.
         env.setdefault("PYTHONUNBUFFERED", "1")
         preexec = _make_preexec(os.getpid())
+
+        def spawn(spec: NodeSpec) -> subprocess.Popen:
+            return subprocess.Popen(
+                spec.command(),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                preexec_fn=preexec,  # noqa: PLW1509 (see the module's design notes)
+                close_fds=True,
+            )
+
         for spec in specs:
             try:
-                proc = subprocess.Popen(
-                    spec.command(),
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    env=env,
-                    preexec_fn=preexec,  # noqa: PLW1509 (no threads exist yet, see below)
-                    close_fds=True,
-                )
+                proc = spawn(spec)
             except (OSError, subprocess.SubprocessError) as exc:
-                reason = getattr(exc, "strerror", None) or str(exc)
-                start_error = LaunchError(
-                    f"{spec.source}: node '{spec.label}' could not be started: {reason} "
-                    f"({spec.exe_path}; check its shebang line and permissions)"
-                )
+                start_error = _start_error(spec, exc)
                 break
             children.append(_Child(spec, proc))
             out.log(f"started {spec.label} (pid {proc.pid})")
-        # Reader threads are started only after every fork: preexec_fn is only safe while
-        # the process has a single thread.
+        # Reader threads are started only after every first fork (a single-threaded fork is
+        # the safe case); respawns fork later, see the module's design notes.
         for child in children:
-            streams = ((child.proc.stdout, "stdout"), (child.proc.stderr, "stderr"))
-            for pipe, stream_name in streams:
-                thread = threading.Thread(
-                    target=_pump,
-                    args=(pipe, child.spec.label, stream_name, out),
-                    name=f"rlstack_launch-{child.spec.label}-{stream_name}",
-                    daemon=True,
-                )
-                thread.start()
-                child.threads.append(thread)
+            _start_pumps(child, out)
         if start_error is not None:
             # Half a graph is useless: stop what did start, gracefully, then report.
             _supervise(children, received, grace, term_timeout, out,
                        stop_reason="a node could not be started")
             raise start_error
-        return _supervise(children, received, grace, term_timeout, out)
+        return _supervise(children, received, grace, term_timeout, out, spawn=spawn)
     finally:
         _cleanup(children, out)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _start_error(spec: NodeSpec, exc: BaseException) -> LaunchError:
+    reason = getattr(exc, "strerror", None) or str(exc)
+    return LaunchError(
+        f"{spec.source}: node '{spec.label}' could not be started: {reason} "
+        f"({spec.exe_path}; check its shebang line and permissions)"
+    )
+
+
+def _start_pumps(child: _Child, out: _Output) -> None:
+    """One reader thread per output stream of the child's current process."""
+    streams = ((child.proc.stdout, "stdout"), (child.proc.stderr, "stderr"))
+    for pipe, stream_name in streams:
+        thread = threading.Thread(
+            target=_pump,
+            args=(pipe, child.spec.label, stream_name, out),
+            name=f"rlstack_launch-{child.spec.label}-{stream_name}",
+            daemon=True,
+        )
+        thread.start()
+        child.threads.append(thread)
 
 
 def _supervise(
@@ -236,10 +262,12 @@ def _supervise(
     term_timeout: float,
     out: _Output,
     stop_reason: Optional[str] = None,
+    spawn: Optional[Callable[[NodeSpec], subprocess.Popen]] = None,
 ) -> int:
     """Main loop: react to signals and child exits until every child is gone.
 
-    With ``stop_reason`` the graph is stopped right away (after a failed start).
+    With ``stop_reason`` the graph is stopped right away (after a failed start). ``spawn``
+    starts a node again (``respawn: true``); without it nothing is respawned.
     """
     stage = 0  # 0 running, 1 SIGINT sent, 2 SIGTERM sent, 3 SIGKILL sent
     deadline = 0.0
@@ -251,6 +279,10 @@ def _supervise(
     def escalate() -> None:
         nonlocal stage, deadline
         stage += 1
+        for child in children:
+            if child.pending:
+                child.restart_at = None
+                out.log(f"{child.spec.label} will not be respawned: the graph is stopping")
         alive = [c for c in children if c.running]
         if stage == 1:
             sig, wait = signal.SIGINT, grace
@@ -296,6 +328,12 @@ def _supervise(
             if stage > 0:
                 out.log(f"{label} {_describe_exit(code)}")
                 continue
+            if child.spec.respawn and spawn is not None:
+                delay = child.spec.respawn_delay
+                child.restart_at = time.monotonic() + delay
+                out.log(f"{label} {_describe_exit(code)}; respawning it in {delay:g} s "
+                        f"(respawn {child.respawns + 1})")
+                continue
             if child.spec.required:
                 if code == 0:
                     out.log(f"{label} exited with code 0; it is required, stopping the graph")
@@ -311,7 +349,24 @@ def _supervise(
                 else:
                     out.log(f"{label} exited with code 0")
 
-        if not any(c.running for c in children):
+        if stage == 0 and spawn is not None:
+            now = time.monotonic()
+            for child in children:
+                if child.pending and now >= child.restart_at:
+                    child.restart_at = None
+                    child.respawns += 1
+                    try:
+                        child.proc = spawn(child.spec)
+                    except (OSError, subprocess.SubprocessError) as exc:
+                        out.log(f"respawn failed: {_start_error(child.spec, exc)}")
+                        any_failed = True
+                        continue
+                    child.returncode = None
+                    _start_pumps(child, out)
+                    out.log(f"respawned {child.spec.label} (pid {child.proc.pid}, "
+                            f"respawn {child.respawns})")
+
+        if not any(c.running or c.pending for c in children):
             break
         if stage > 0 and time.monotonic() >= deadline:
             if stage >= 3:

@@ -44,7 +44,7 @@ BAD_INPUTS = {
     "unsupported tag": (
         "launch:\n  - executable: {cmd: ls}\n", [], ["tag 'executable' is not supported"]
     ),
-    "unknown key": (node(", respawn: 'true'"), [], ["unknown key 'respawn' in node"]),
+    "unknown key": (node(", launch-prefix: 'gdb'"), [], ["unknown key 'launch-prefix' in node"]),
     "unknown substitution": (
         node(", args: '$(eval 1+1)'"), [], ["substitution '$(eval ...)' is not supported"]
     ),

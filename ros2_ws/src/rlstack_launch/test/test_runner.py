@@ -185,3 +185,77 @@ def test_run_graph_api_in_process(prefix, capfd):
     assert "[rlstack_launch] quick exited with code 0" in err
     # The handlers the runner installed are gone again.
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+
+
+def test_respawned_node_is_started_again_and_stops_with_the_graph(prefix, cli):
+    """``respawn: true`` (as ros2 launch): a node that exits, with any code, is started again
+    after ``respawn_delay``; Ctrl-C then stops every node and the exit status is 0."""
+    path = prefix.launch(
+        "launch:\n"
+        "  - node: {pkg: demo, exec: fake_node, name: steady}\n"
+        "  - node: {pkg: demo, exec: fake_node, name: flaky, args: '--after 0.2 --exit 3',"
+        " respawn: true, respawn_delay: 0.3}\n"
+    )
+    runner = cli(str(path))
+    wait_ready(prefix, "steady")
+    # The runner's stderr is read at the end; count the starts of 'flaky' through its pid
+    # file instead: each start writes a new pid.
+    seen = set()
+
+    def two_new_pids() -> bool:
+        if prefix.has("flaky", "pid"):
+            seen.add(prefix.pid_of("flaky"))
+        return len(seen) >= 3
+
+    wait_for(two_new_pids, timeout=15, what="flaky to be started three times")
+    runner.send_signal(signal.SIGINT)
+    out, err = runner.communicate(timeout=15)
+    assert runner.returncode == 0, err
+    assert "[rlstack_launch] flaky exited with code 3; respawning it in 0.3 s (respawn 1)" in err
+    assert "[rlstack_launch] respawned flaky (pid " in err
+    assert "(respawn 2)" in err
+    assert prefix.has("steady", "sigint")
+    assert not alive(prefix.pid_of("steady"))
+    assert all(not alive(pid) for pid in seen)
+
+
+def test_a_pending_respawn_is_dropped_when_the_graph_stops(prefix, cli):
+    path = prefix.launch(
+        "launch:\n"
+        "  - node: {pkg: demo, exec: fake_node, name: boss, on_exit: shutdown, args: '--after 0.8'}\n"
+        "  - node: {pkg: demo, exec: fake_node, name: flaky, args: '--after 0.1 --exit 1',"
+        " respawn: true, respawn_delay: 30.0}\n"
+    )
+    runner = cli(str(path))
+    out, err = runner.communicate(timeout=15)
+    assert runner.returncode == 0, err   # the required node exited 0; the respawned one failed
+    assert "flaky exited with code 1; respawning it in 30 s (respawn 1)" in err
+    assert "flaky will not be respawned: the graph is stopping" in err
+    assert "respawned flaky" not in err
+
+
+def test_respawn_attributes_are_checked(prefix):
+    from rlstack_launch import check_launch_file
+
+    path = prefix.launch(
+        "launch:\n"
+        "  - arg: {name: again, default: 'true'}\n"
+        "  - node: {pkg: demo, exec: fake_node, name: a, respawn: '$(var again)', respawn_delay: '2.5'}\n"
+        "  - node: {pkg: demo, exec: fake_node, name: b, respawn: true, on_exit: shutdown}\n"
+        "  - node: {pkg: demo, exec: fake_node, name: c, respawn: 'sometimes'}\n"
+        "  - node: {pkg: demo, exec: fake_node, name: d, respawn: true, respawn_delay: -1.0}\n"
+        "  - node: {pkg: demo, exec: fake_node, name: e, respawn_delay: 'soon'}\n"
+    )
+    problems = check_launch_file(str(path), {})
+    assert len(problems) == 4, problems
+    assert "node 'b'" in problems[0] and "contradict each other" in problems[0]
+    assert "node 'c'" in problems[1] and "'respawn' must be true or false, got 'sometimes'" in problems[1]
+    assert "node 'd'" in problems[2] and "respawn_delay -1 is negative" in problems[2]
+    assert "node 'e'" in problems[3] and "'respawn_delay' must be a number of seconds" in problems[3]
+    specs = load_launch_file(str(path.parent / prefix.launch(
+        "launch:\n"
+        "  - arg: {name: again, default: 'true'}\n"
+        "  - node: {pkg: demo, exec: fake_node, name: a, respawn: '$(var again)', respawn_delay: '2.5'}\n"
+        "  - node: {pkg: demo, exec: fake_node, name: z}\n", name="ok.launch.yaml")), {"again": "1"})
+    assert (specs[0].respawn, specs[0].respawn_delay) == (True, 2.5)
+    assert (specs[1].respawn, specs[1].respawn_delay) == (False, 0.0)
