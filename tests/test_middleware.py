@@ -6,26 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from rlstack_testing.processes import inet_sockets
+
 NS = {"dds": "http://www.eprosima.com"}
-
-
-def inet_sockets(pid: int) -> list[str]:
-    """The TCP/UDP (v4 and v6) sockets a process holds, as '/proc/net/<proto> local_address'."""
-    inodes = set()
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        try:
-            target = os.readlink(fd)
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[8:-1])
-    found = []
-    for proto in ("udp", "udp6", "tcp", "tcp6"):
-        for line in Path(f"/proc/{pid}/net/{proto}").read_text().splitlines()[1:]:
-            fields = line.split()
-            if fields[9] in inodes:
-                found.append(f"{proto} {fields[1]}")
-    return found
 
 
 def test_environment_points_at_the_project_profile(repo):

@@ -38,6 +38,7 @@ from tf2_msgs.msg import TFMessage
 
 from rlstack_common import declare_parameter, run_node
 from rlstack_common.qos import TF_STATIC
+from rlstack_localization import last_pose
 from rlstack_localization.core import Localizer, LocalizerParams, State
 from rlstack_localization.node_core import CORE_PARAMS, LocalizerNodeCore, LocalizerOutputs  # noqa: F401
 from rlstack_nav.map_io import MapFormatError, load_map
@@ -77,6 +78,13 @@ class LocalizerNode(Node, LocalizerOutputs):
         ix = d("initial_pose_x", 0.0, "Initial base_link x in map, m", min_value=-1e4, max_value=1e4)
         iy = d("initial_pose_y", 0.0, "Initial base_link y in map, m", min_value=-1e4, max_value=1e4)
         iyaw = d("initial_pose_yaw", 0.0, "Initial base_link yaw in map, rad", min_value=-math.pi, max_value=math.pi)
+        self.last_pose_file = d("last_pose_file", "", "File keeping the last map -> odom (every last_pose_period_s "
+                                "while OK or DEGRADED; removed at a clean shutdown): a localiser respawned after a "
+                                "crash starts from it instead of initial_pose_* ('': off)")
+        max_age = d("last_pose_max_age_s", 60.0, "A last_pose_file older than this is not used, s (wall)",
+                    min_value=0.0, max_value=1e6)
+        save_period = d("last_pose_period_s", 1.0, "Write last_pose_file this often, s (steady clock)",
+                        min_value=0.05, max_value=3600.0)
         defaults = LocalizerParams()
         values = {}
         for name, (desc, lo, hi) in CORE_PARAMS.items():
@@ -104,6 +112,16 @@ class LocalizerNode(Node, LocalizerOutputs):
                                       self.update_rate, (ix, iy, iyaw) if set_initial else None, self, log.info,
                                       log.warning)
 
+        resumed = ""
+        if self.last_pose_file:
+            saved, why = last_pose.load(self.last_pose_file, max_age)
+            if saved is not None:
+                self.core.resume(saved[0], saved[1], f"last pose file {self.last_pose_file}")
+                resumed = f"; resuming from {self.last_pose_file} (map -> odom {tuple(round(v, 3) for v in saved[0])})"
+            elif why:
+                log.warning(f"last pose file {self.last_pose_file} not used: {why}")
+            self.create_timer(save_period, self.save_last_pose, clock=self.steady)
+
         self.tf_pub = self.create_publisher(TFMessage, "/tf", 100)
         self.pose_pub = self.create_publisher(PoseWithCovarianceStamped, "/amcl_pose", LATCHED)
         self.state_pub = self.create_publisher(String, state_topic, LATCHED)
@@ -119,7 +137,8 @@ class LocalizerNode(Node, LocalizerOutputs):
         self.get_logger().info(
             f"ready: map {map_yaml} ({grid.width} x {grid.height} cells at {grid.resolution:g} m); "
             f"depth {depth_topic}; publishing {self.map_frame} -> {self.odom_frame} at {publish_rate:g} Hz"
-            + (f"; initial pose ({ix:g}, {iy:g}, {iyaw:g})" if set_initial else "; waiting for /initialpose"))
+            + (f"; initial pose ({ix:g}, {iy:g}, {iyaw:g})" if set_initial else "; waiting for /initialpose")
+            + resumed)
 
     # ------------------------------------------------------------------ inputs
     def on_odom(self, msg: Odometry) -> None:
@@ -170,6 +189,20 @@ class LocalizerNode(Node, LocalizerOutputs):
             cov[a, a] = 1e-9
         msg.pose.covariance = [float(v) for v in cov.ravel()]
         self.pose_pub.publish(msg)
+
+    def save_last_pose(self) -> None:
+        m2o = self.loc.map_to_odom
+        if m2o is None or self.loc.state not in (State.OK, State.DEGRADED) or not self.core.odom_history:
+            return
+        try:
+            last_pose.save(self.last_pose_file, m2o, self.core.odom_stamp)
+        except OSError as exc:
+            self.get_logger().warning(f"cannot write {self.last_pose_file}: {exc}", throttle_duration_sec=60.0)
+
+    def destroy_node(self) -> None:
+        if self.last_pose_file:
+            last_pose.remove(self.last_pose_file)   # a clean stop: nothing to resume from
+        super().destroy_node()
 
     def publish_diagnostics(self) -> None:
         state, message, values = self.core.diagnostics()

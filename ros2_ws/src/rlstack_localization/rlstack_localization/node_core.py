@@ -18,7 +18,7 @@ from typing import Any, Callable, Deque, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
-from rlstack_localization.core import Localizer, LocalizerParams, State, virtual_scan
+from rlstack_localization.core import Localizer, LocalizerParams, State, se2_compose, virtual_scan
 from rlstack_nav.obstacles import yaw_from_quat
 from rlstack_nav.transforms import static_chain
 
@@ -109,6 +109,7 @@ class LocalizerNodeCore:
         self.camera: Optional[Tuple[float, float, float, float]] = None
         self.last_frame_stamp = -math.inf
         self.pending_initial: Optional[Tuple[Pose2, Optional[np.ndarray], str]] = None
+        self.pending_resume: Optional[Tuple[Pose2, float, str]] = None
         if initial_pose is not None:
             self.pending_initial = (initial_pose, None, "parameters")
         self.rejected: Dict[str, int] = {}
@@ -161,10 +162,29 @@ class LocalizerNodeCore:
         self.odom_history.append((stamp, pose))
         self.odom_stamp = stamp
         self.base_z = z
+        if self.pending_resume is not None:
+            m2o, saved_stamp, source = self.pending_resume
+            self.pending_resume = None
+            if stamp >= saved_stamp:
+                # the robot kept driving on odometry while no localiser ran: the last correction
+                # (map -> odom) composed with the odometry of now places it
+                self.pending_initial = None
+                self.apply_initial_pose(se2_compose(m2o, pose), None, source)
+                return
+            self._info(f"{source} ignored: its odometry stamp {saved_stamp:.1f} s is after this odometry's "
+                       f"{stamp:.1f} s (another run, or a reset)")
         if self.pending_initial is not None:
             map_pose, cov, source = self.pending_initial
             self.pending_initial = None
             self.apply_initial_pose(map_pose, cov, source)
+
+    def resume(self, map_to_odom: Pose2, odom_stamp: float, source: str) -> None:
+        """Start from a saved ``map -> odom`` (a respawned localiser: :mod:`rlstack_localization.last_pose`)
+        at the first odometry, unless that odometry is older than ``odom_stamp`` (time went back)."""
+        if not _finite(map_to_odom) or not math.isfinite(odom_stamp):
+            self.reject("last_pose", "non_finite", f"saved map -> odom {map_to_odom} at {odom_stamp}")
+            return
+        self.pending_resume = (tuple(map(float, map_to_odom)), float(odom_stamp), source)
 
     def set_camera(self, k: Sequence[float]) -> None:
         if not _finite(k) or k[0] <= 0 or k[4] <= 0:

@@ -111,3 +111,47 @@ def test_a_frame_is_matched_and_published(grid):
     assert core.last_result.pose is not None and out.calls[-1] == ("pose", "stamp")   # stamped as the image
     core.depth(1.05, "stamp", "cam", "32FC1", 80, 60, 320, False, b"")   # within 1 / update_rate: skipped
     assert core.updates == 1 and "depth.size" not in core.rejected
+
+
+def test_a_respawned_localiser_resumes_from_the_saved_map_to_odom(grid):
+    """A localiser that died and was started again goes on from the last saved map -> odom: the
+    robot kept driving on odometry meanwhile, so its map pose is that correction after the odometry
+    of now. A saved state from later odometry (another run, a reset) is ignored: parameters win."""
+    core, out, info, warning = make(grid)
+    core.resume((0.1, -0.2, 0.05), 50.0, "last pose file f")
+    core.odometry(2.0, 1.0, 0.1, Q0, 60.0)
+    x, y, yaw = core.loc.map_to_odom
+    assert (round(x, 6), round(y, 6), round(yaw, 6)) == (0.1, -0.2, 0.05)
+    assert info[-1].endswith("from last pose file f") and core.pending_initial is None
+    pose = core.loc.pose((2.0, 1.0, 0.0))
+    assert math.isclose(pose[0], 0.1 + math.cos(0.05) * 2.0 - math.sin(0.05) * 1.0, abs_tol=1e-9)
+
+    core, out, info, warning = make(grid)
+    core.resume((0.1, -0.2, 0.05), 50.0, "last pose file f")
+    core.odometry(0.0, 0.0, 0.1, Q0, 3.0)      # time went back: a new run
+    assert "ignored" in info[-2] and info[-1] == "initial pose (0.500, -0.500, 0.300) from parameters"
+    core.resume((math.nan, 0.0, 0.0), 1.0, "last pose file f")
+    assert core.rejected == {"last_pose.non_finite": 1}
+
+
+def test_last_pose_file_round_trip_age_and_garbage(tmp_path):
+    import json
+    import os
+    import time
+
+    from rlstack_localization import last_pose
+
+    path = str(tmp_path / "last.json")
+    assert last_pose.load(path, 60.0) == (None, "")
+    last_pose.save(path, (1.0, 2.0, 0.5), 12.5)
+    assert last_pose.load(path, 60.0) == (((1.0, 2.0, 0.5), 12.5), "")
+    data = json.loads(open(path).read())
+    data["wall_time"] = time.time() - 120
+    open(path, "w").write(json.dumps(data))
+    saved, why = last_pose.load(path, 60.0)
+    assert saved is None and "old" in why
+    open(path, "w").write('{"map_to_odom": [1, 2')        # truncated mid-write by hand
+    saved, why = last_pose.load(path, 60.0)
+    assert saved is None and why.startswith("unreadable")
+    last_pose.remove(path)
+    assert not os.path.exists(path)

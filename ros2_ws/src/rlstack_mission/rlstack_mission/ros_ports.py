@@ -194,7 +194,7 @@ class RosPorts:
             time.sleep(0.05)
 
     # -- navigation
-    def navigate(self, pose: Pose2D) -> NavOutcome:
+    def navigate(self, pose: Pose2D, resends: int = 0) -> NavOutcome:
         if not self.n.nav_client.wait_for_server(timeout_sec=10.0):
             raise MissionAborted(FetchCode.ERROR, "navigation action /navigate_to is not up")
         goal = NavigateTo.Goal()
@@ -205,9 +205,17 @@ class RosPorts:
         if not handle.accepted:
             return NavOutcome(False, "navigation rejected the goal")
         fut = handle.get_result_async()
+        gone_since: Optional[float] = None
         try:
             while not fut.done():
                 self._check_cancel()
+                # A navigation node that dies mid-goal never answers: watch its server (issue 20).
+                if self.n.nav_client.server_is_ready():
+                    gone_since = None
+                elif gone_since is None:
+                    gone_since = time.monotonic()
+                elif time.monotonic() - gone_since > self.n.node_lost_s:
+                    return self._navigation_lost(pose, resends)
                 time.sleep(0.02)
         except MissionAborted:
             handle.cancel_goal_async()
@@ -218,6 +226,25 @@ class RosPorts:
         names = {v: k for k, v in vars(NavigateTo.Result).items() if k.isupper() and isinstance(v, int)}
         return NavOutcome(False, f"{names.get(res.code, res.code)}: {res.reason}",
                           localization_lost=res.code == NavigateTo.Result.LOCALIZATION_LOST)
+
+    def _navigation_lost(self, pose: Pose2D, resends: int) -> NavOutcome:
+        """Navigation's process died mid-goal: stop the base, wait for the node to come back (a
+        respawned node), then send the same goal again; ends the fetch ERROR when it does not."""
+        self.n.cmd_pub.publish(Twist())   # the bridge's command watchdog stops the base too
+        self.n.get_logger().error(f"navigation (/navigate_to) went away mid-goal; base stopped, waiting up to "
+                                  f"{self.n.node_restart_timeout_s:g} s for it to come back")
+        deadline = time.monotonic() + self.n.node_restart_timeout_s
+        while not self.n.nav_client.server_is_ready():
+            self._check_cancel()
+            if time.monotonic() > deadline or resends >= 2:
+                raise MissionAborted(FetchCode.ERROR, "navigation (/navigate_to) went away mid-goal and "
+                                     + ("went away again after two restarts" if resends >= 2 else
+                                        f"was not back within {self.n.node_restart_timeout_s:g} s")
+                                     + "; base stopped")
+            self.n.cmd_pub.publish(Twist())
+            time.sleep(0.1)
+        self.n.get_logger().warning("navigation is back: sending the goal again")
+        return self.navigate(pose, resends + 1)
 
     def _closed_loop(self, command: Callable[[], Optional[Twist]], timeout_s: float,
                      stalled: Callable[[], str]) -> NavOutcome:

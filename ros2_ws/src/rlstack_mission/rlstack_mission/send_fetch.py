@@ -20,6 +20,9 @@ from .fetch import FetchCode
 
 #: result code -> name (the codes of rlstack_interfaces/action/Fetch)
 FETCH_CODES = {int(c): c.name for c in FetchCode}
+#: the client's own code: the mission's action server went away mid-fetch (no result can come)
+MISSION_LOST = -1
+FETCH_CODES[MISSION_LOST] = "MISSION_LOST"
 
 
 def fetch_action_client(node, action_name: str = "/fetch"):
@@ -43,7 +46,8 @@ def fetch_action_client(node, action_name: str = "/fetch"):
 
 def send_fetch(node, query: str, dropoff_xyyaw, timeout_s: float = 600.0, frame: str = "map",
                on_feedback: Optional[Callable[[str, str], None]] = None, action_name: str = "/fetch",
-               server_timeout_s: float = 30.0, spin_once: Optional[Callable[[float], None]] = None) -> Dict:
+               server_timeout_s: float = 30.0, spin_once: Optional[Callable[[float], None]] = None,
+               server_lost_s: float = 3.0) -> Dict:
     """Send one Fetch goal from ``node`` and wait for the result.
 
     Who spins ``node``: with ``spin_once=None`` the caller's executor does, in another thread
@@ -52,7 +56,9 @@ def send_fetch(node, query: str, dropoff_xyyaw, timeout_s: float = 600.0, frame:
     from ``node.executor``: rclpy's ``spin_once(node)`` leaves the global executor there, and a
     client that guessed stopped spinning after the first wait (issue 24: it hung for ever).
 
-    Returns a dict: code, code_name, reason, phase durations, wall time.
+    Returns a dict: code, code_name, reason, phase durations, wall time. When the action server
+    disappears mid-fetch for ``server_lost_s`` (its process died), the code is ``MISSION_LOST``
+    (-1, this client's own: the mission could not say anything).
     """
     from rlstack_interfaces.action import Fetch
 
@@ -69,6 +75,24 @@ def send_fetch(node, query: str, dropoff_xyyaw, timeout_s: float = 600.0, frame:
         while not fut.done():
             if time.monotonic() > end:
                 return False
+            pause(0.05)
+        return True
+
+    def wait_result(fut, limit) -> Optional[bool]:
+        """Like ``wait``; None when the action server has been gone for ``server_lost_s`` (the
+        mission's process exited: no result will ever come)."""
+        end = time.monotonic() + limit
+        gone_since: Optional[float] = None
+        while not fut.done():
+            now = time.monotonic()
+            if now > end:
+                return False
+            if client.server_is_ready():
+                gone_since = None
+            elif gone_since is None:
+                gone_since = now
+            elif now - gone_since > server_lost_s:
+                return None
             pause(0.05)
         return True
 
@@ -93,11 +117,16 @@ def send_fetch(node, query: str, dropoff_xyyaw, timeout_s: float = 600.0, frame:
                 "phase_durations": {}, "wall_s": 0.0}
     res_fut = handle.get_result_async()
     try:
-        finished = wait(res_fut, timeout_s)
+        finished = wait_result(res_fut, timeout_s)
     except KeyboardInterrupt:  # Ctrl-C: cancel, so the mission stops the robot, then pass it on
         cancel = handle.cancel_goal_async()
         wait(cancel, 5.0)
         raise
+    if finished is None:
+        return {"code": MISSION_LOST, "code_name": "MISSION_LOST",
+                "reason": f"the fetch action server {action_name} went away mid-fetch (the mission's process "
+                          f"exited?); no result will come",
+                "phase_durations": {}, "wall_s": round(time.monotonic() - t0, 2)}
     if not finished:
         cancel = handle.cancel_goal_async()
         wait(cancel, 10.0)

@@ -55,6 +55,38 @@ def _descendants(pid: int) -> list[tuple[int, str]]:
     return out
 
 
+def descendant_pids(pid: int) -> list[int]:
+    """Pids of every live descendant of ``pid`` (a runner's nodes and what they started)."""
+    return [child for child, _ in _descendants(pid)]
+
+
+def inet_sockets(pid: int) -> list[str]:
+    """The TCP/UDP (v4 and v6) sockets a process holds, as '<proto> local_address' ([] once it is gone)."""
+    inodes = set()
+    try:
+        fds = list(Path(f"/proc/{pid}/fd").iterdir())
+    except OSError:
+        return []
+    for fd in fds:
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    found = []
+    for proto in ("udp", "udp6", "tcp", "tcp6"):
+        try:
+            table = Path(f"/proc/{pid}/net/{proto}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in table:
+            fields = line.split()
+            if fields[9] in inodes:
+                found.append(f"{proto} {fields[1]}")
+    return found
+
+
 def _kill_survivors(processes: Sequence[tuple[int, str]], timeout_s: float = 5.0) -> None:
     """SIGKILL those of ``processes`` (pid, start time) that still run, and wait until they are gone."""
     alive = [(pid, st) for pid, st in processes if _start_time(pid) == st]

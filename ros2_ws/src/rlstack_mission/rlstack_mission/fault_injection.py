@@ -1,0 +1,199 @@
+"""``python -m rlstack_mission.fault_injection``: kill -9 each node of the fetch graph mid-fetch (issue 20).
+
+For each node in turn: start the fetch graph (launch/fetch.launch.yaml, robot mode, the sim in real
+time), reset to a seeded layout, send the fetch, and when the mission reports the phase drawn for
+this node (seeded: EXPLORE, NAVIGATE, GRASP or RETURN) plus a drawn 0-3 s, SIGKILL the node's
+process. Then watch, from outside the robot (the evaluator's view, ground truth allowed):
+
+* the runner: did it start the node again (``respawn`` in the launch file), or stop the graph
+  (a required node: ``on_exit: shutdown``)?
+* the robot: its true base speed 2 s after the kill (safe = stopped, or driven again by a live graph);
+* the fetch: ``recovered`` (it still succeeded), ``ended`` (the client got a result: a failure code
+  and its reason, or the mission's loss reported by the client), or ``hung`` (no result within
+  ``--timeout``);
+* afterwards: no process of the graph outlives it (orphans).
+
+Writes ``out/fault_injection/results.json`` and prints a table (docs/reliability.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Dict, List, Optional
+
+ROOT = Path(__file__).resolve().parents[4] if (Path(__file__).resolve().parents[4] / "launch").is_dir() else Path.cwd()
+NODES = ("semantic_map", "nav_controller", "policy_node", "grasp_pose", "localizer", "mission", "sim_bridge")
+PHASES = ("EXPLORE", "NAVIGATE", "GRASP", "RETURN")
+
+
+def node_pids(runner_pid: int) -> Dict[str, int]:
+    """Node name (``__node:=``) -> pid, for the runner's children."""
+    out: Dict[str, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            if ppid != runner_pid:
+                continue
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().decode(errors="replace").split("\0")
+        except (OSError, IndexError, ValueError):
+            continue
+        name = next((a.split(":=", 1)[1] for a in argv if a.startswith("__node:=")), "")
+        if name:
+            out[name] = int(entry)
+    return out
+
+
+def descendants(pid: int) -> List[int]:
+    children: Dict[int, List[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def run_one(victim: str, phase: str, extra_s: float, seed: int, timeout_s: float, out: Path,
+            graph_args: Dict[str, str]) -> Dict:
+    import rclpy
+    from rclpy.executors import MultiThreadedExecutor
+
+    from .graph import FetchGraph
+    from .harness import FetchHarness
+
+    context = rclpy.Context()
+    rclpy.init(args=[], context=context)
+    node = rclpy.create_node("fault_injection", context=context)
+    executor = MultiThreadedExecutor(num_threads=2, context=context)
+    executor.add_node(node)
+    threading.Thread(target=executor.spin, daemon=True).start()
+    rec: Dict = {"node": victim, "phase": phase, "delay_s": round(extra_s, 2), "seed": seed}
+    log_path = out / f"graph_{victim}.log"
+    pids_seen: List[int] = []
+    try:
+        with FetchGraph(ROOT, log_path, graph_args) as graph:
+            graph.wait_ready(node)
+            harness = FetchHarness(node)
+            layout = harness.layout(seed, str(ROOT / "maps" / "home.yaml"))
+            harness.apply(layout)
+            reached = threading.Event()
+            result: Dict = {}
+
+            def on_fb(ph: str, _detail: str) -> None:
+                if ph == phase:
+                    reached.set()
+
+            def fetch() -> None:
+                try:
+                    result.update(harness.fetch(layout, timeout_s, on_feedback=on_fb))
+                except Exception as exc:   # noqa: BLE001 (the bridge's death ends judging too)
+                    result.update(code=-2, code_name="CLIENT_ERROR", reason=f"{type(exc).__name__}: {exc}",
+                                  success=False)
+
+            t_fetch = threading.Thread(target=fetch, daemon=True)
+            t0 = time.monotonic()
+            t_fetch.start()
+            while not reached.is_set() and t_fetch.is_alive():
+                time.sleep(0.05)
+            if not reached.is_set():
+                rec.update(outcome="not killed", detail=f"the fetch ended before {phase}: {result.get('code_name')}")
+                return rec
+            time.sleep(extra_s)
+            pids = node_pids(graph.proc.pid)
+            pids_seen = descendants(graph.proc.pid)
+            if victim not in pids:
+                rec.update(outcome="not killed", detail=f"{victim} not running (nodes: {sorted(pids)})")
+                return rec
+            os.kill(pids[victim], signal.SIGKILL)
+            t_kill = time.monotonic()
+            rec["killed_at_s"] = round(t_kill - t0, 1)
+            base0 = harness.true_base
+            time.sleep(2.0)
+            base1 = harness.true_base
+            rec["base_moved_2s_after_m"] = (round(math.hypot(base1[0] - base0[0], base1[1] - base0[1]), 3)
+                                            if base0 and base1 and victim != "sim_bridge" else None)
+            t_fetch.join(timeout_s)
+            log = log_path.read_text(errors="replace")
+            rec["respawned"] = f"respawned {victim}" in log
+            rec["graph_stopped"] = graph.proc.poll() is not None
+            pids_seen += [p for p in descendants(graph.proc.pid) if p not in pids_seen]
+            if t_fetch.is_alive():
+                rec.update(outcome="hung", detail=f"no fetch result {timeout_s:g} s after the kill")
+            else:
+                rec.update(outcome="recovered" if result.get("success") else "ended",
+                           code=result.get("code_name"), detail=str(result.get("reason", ""))[:200],
+                           seconds_after_kill=round(time.monotonic() - t_kill, 1))
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.shutdown(context=context)
+    time.sleep(1.0)
+    rec["orphans"] = [p for p in pids_seen if _alive(p)]
+    return rec
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--nodes", default=",".join(NODES), help="comma-separated node names, killed one per fetch")
+    p.add_argument("--seed", type=int, default=0, help="draws the phase and delay of each kill")
+    p.add_argument("--layout-seed", type=int, default=5, help="the fetch's layout (5: the demo's yellow cube)")
+    p.add_argument("--timeout", type=float, default=300.0, help="s to wait for the fetch's result after the kill")
+    p.add_argument("--out", default=str(ROOT / "out" / "fault_injection"))
+    p.add_argument("--graph-arg", action="append", default=[], metavar="NAME:=VALUE")
+    a = p.parse_args(argv)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    graph_args = dict(item.split(":=", 1) for item in a.graph_arg)
+    rng = random.Random(a.seed)
+    records = []
+    for victim in a.nodes.split(","):
+        phase = rng.choice(PHASES)
+        extra = rng.uniform(0.0, 3.0)
+        print(f"-- {victim}: kill in {phase} + {extra:.1f} s", flush=True)
+        rec = run_one(victim, phase, extra, a.layout_seed, a.timeout, out, graph_args)
+        records.append(rec)
+        print(json.dumps(rec), flush=True)
+        (out / "results.json").write_text(json.dumps({"runs": records}, indent=1))
+    print("\n| node | killed in | runner | fetch | code / reason | base moved 2 s after | orphans |")
+    print("|---|---|---|---|---|---|---|")
+    for r in records:
+        runner = "respawned it" if r.get("respawned") else ("stopped the graph" if r.get("graph_stopped") else "-")
+        moved = "-" if r.get("base_moved_2s_after_m") is None else f"{100 * r['base_moved_2s_after_m']:.1f} cm"
+        print(f"| {r['node']} | {r['phase']} +{r['delay_s']:.1f} s | {runner} | {r['outcome']} | "
+              f"{r.get('code', '')}: {r.get('detail', '')[:90]} | {moved} | {len(r.get('orphans', []))} |")
+    bad = [r for r in records if r["outcome"] == "hung" or r.get("orphans")]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
