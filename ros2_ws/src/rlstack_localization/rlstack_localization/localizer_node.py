@@ -147,7 +147,12 @@ class LocalizerNode(Node, LocalizerOutputs):
 
     def on_tf_static(self, msg: TFMessage) -> None:
         for t in msg.transforms:
-            self.core.static_transform(t.header.frame_id, t.child_frame_id, tf_to_matrix(t.transform))
+            try:
+                matrix = tf_to_matrix(t.transform)
+            except ValueError as exc:   # NaN, a zero quaternion: counted, never stored (issue 20's fuzzing)
+                self.core.reject("tf_static", "invalid", f"{t.header.frame_id} -> {t.child_frame_id}: {exc}")
+                continue
+            self.core.static_transform(t.header.frame_id, t.child_frame_id, matrix)
 
     def on_initial_pose(self, msg: PoseWithCovarianceStamped) -> None:
         p = msg.pose.pose.position

@@ -29,6 +29,7 @@ a sequence of blocking steps, while topics and service replies keep arriving.
 from __future__ import annotations
 
 import json
+import math
 import sys
 import threading
 import time
@@ -83,6 +84,8 @@ class MissionNode(Node):
         self.stopping = threading.Event()   # set on SIGINT/SIGTERM: a running fetch ends, robot safe
         self.executing = threading.Event()  # an execute callback is running (until its result is set)
         self.status: Dict[str, Any] = {"phase": "IDLE", "detail": "", "missions": 0, "succeeded": 0}
+        self.rejected: Dict[str, int] = {}         # bad input by "<input>.<kind>" (/diagnostics)
+        self._last_reject_log: Dict[str, float] = {}
 
         self.create_subscription(Odometry, "/odom", self._on_odom, 20, **g)
         self.create_subscription(OccupancyGrid, "/map", self._on_map, LATCHED, **g)
@@ -260,20 +263,58 @@ class MissionNode(Node):
 
 
     # ------------------------------------------------------------------ inputs
+    def _reject(self, what: str, kind: str, message: str) -> None:
+        """Bad input: counted (/diagnostics ``rejected.<what>.<kind>``), logged once per kind every 5 s,
+        and not used (the last good value stays)."""
+        key = f"{what}.{kind}"
+        with self.lock:
+            self.rejected[key] = self.rejected.get(key, 0) + 1
+            count = self.rejected[key]
+        now = time.monotonic()
+        if now - self._last_reject_log.get(key, -math.inf) >= 5.0:
+            self._last_reject_log[key] = now
+            self.get_logger().warning(f"rejected {what} ({kind}): {message} ({count} so far)")
+
     def _on_odom(self, msg: Odometry) -> None:
         p, q = msg.pose.pose.position, msg.pose.pose.orientation
+        values = (p.x, p.y, p.z, q.x, q.y, q.z, q.w)
+        if not all(math.isfinite(v) for v in values) or q.x * q.x + q.y * q.y + q.z * q.z + q.w * q.w < 1e-12:
+            self._reject("odom", "non_finite", "pose is not finite or has a zero quaternion")
+            return
         self.odom = (p.x, p.y, p.z, yaw_of((q.x, q.y, q.z, q.w)), time.monotonic())
 
+    def _grid_ok(self, msg: OccupancyGrid, what: str) -> bool:
+        info = msg.info
+        cells = int(info.width) * int(info.height)
+        origin = info.origin.position
+        if not (math.isfinite(info.resolution) and info.resolution > 0) or not all(
+                math.isfinite(v) for v in (origin.x, origin.y, origin.z)):
+            self._reject(what, "bad_geometry", f"resolution {info.resolution}, origin ({origin.x}, {origin.y})")
+            return False
+        if cells == 0 or cells != len(msg.data):
+            self._reject(what, "size_mismatch", f"{info.width} x {info.height} cells but {len(msg.data)} values")
+            return False
+        return True
+
     def _on_map(self, msg: OccupancyGrid) -> None:
-        self.grid = msg
+        if self._grid_ok(msg, "map"):
+            self.grid = msg
 
     def _on_obstacle_grid(self, msg: OccupancyGrid) -> None:
-        self.obstacle_grid = msg
+        if self._grid_ok(msg, "obstacle_grid"):
+            self.obstacle_grid = msg
 
     def _on_joints(self, msg: JointState) -> None:
         idx = [i for i, n in enumerate(msg.name) if n in FINGERS]
-        if len(idx) == 2 and len(msg.position) == len(msg.name):
-            self.finger_pair = tuple(float(msg.position[i]) for i in idx)
+        if len(msg.position) != len(msg.name):
+            self._reject("joint_states", "length_mismatch", f"{len(msg.name)} names, {len(msg.position)} positions")
+            return
+        if len(idx) == 2:
+            pair = tuple(float(msg.position[i]) for i in idx)
+            if not all(math.isfinite(v) for v in pair):
+                self._reject("joint_states", "non_finite", f"finger positions {pair}")
+                return
+            self.finger_pair = pair
 
     @property
     def fingers(self) -> Optional[float]:
@@ -331,7 +372,11 @@ class MissionNode(Node):
         s = DiagnosticStatus(name="mission", hardware_id="rlstack", message=f"{self.status['phase']}: "
                              f"{self.status['detail']}"[:200])
         s.level = DiagnosticStatus.OK
-        s.values = [KeyValue(key=k, value=str(v)) for k, v in self.status.items()]
+        with self.lock:
+            rejected = dict(self.rejected)
+        values = {**self.status, "rejected_total": sum(rejected.values()),
+                  **{f"rejected.{k}": n for k, n in sorted(rejected.items())}}
+        s.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
         arr = DiagnosticArray(status=[s])
         arr.header.stamp = self.get_clock().now().to_msg()
         self.diag_pub.publish(arr)

@@ -183,7 +183,8 @@ class NavCore:
             pts.append(xy)
         new = self.nav.obstacles.add_points(np.array(pts).reshape(-1, 2), self.odom_stamp if math.isfinite(
             self.odom_stamp) else 0.0)
-        self._info(f"{len(pts)} injected obstacle point(s), {new} new cell(s)")
+        if new:   # only what changed the map: a sender repeating its points (or a flood) logs nothing
+            self._info(f"{len(pts)} injected obstacle point(s), {new} new cell(s)")
 
     def set_camera(self, k: Sequence[float], width: int, height: int) -> None:
         if k[0] <= 0 or k[4] <= 0:

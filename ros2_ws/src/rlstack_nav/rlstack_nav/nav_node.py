@@ -172,7 +172,12 @@ class NavController(Node, NavOutputs):
     # ------------------------------------------------------------------ inputs
     def on_tf_static(self, msg: TFMessage) -> None:
         for t in msg.transforms:
-            self.core.static_transform(t.header.frame_id, t.child_frame_id, tf_to_matrix(t.transform))
+            try:
+                matrix = tf_to_matrix(t.transform)
+            except ValueError as exc:   # NaN, a zero quaternion: counted, never stored (issue 20's fuzzing)
+                self.core.reject("tf_static", f"{t.header.frame_id} -> {t.child_frame_id}: {exc}")
+                continue
+            self.core.static_transform(t.header.frame_id, t.child_frame_id, matrix)
             self.on_transform(t)
 
     def on_tf(self, msg: TFMessage) -> None:

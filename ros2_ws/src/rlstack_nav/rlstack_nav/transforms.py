@@ -32,11 +32,17 @@ def se2_inverse(a: SE2) -> SE2:
 
 
 def tf_to_matrix(t) -> np.ndarray:
-    """4x4 matrix of a transform with ``rotation`` (x, y, z, w) and ``translation`` (x, y, z)."""
+    """4x4 matrix of a transform with ``rotation`` (x, y, z, w) and ``translation`` (x, y, z).
+
+    Raises ValueError for a non-finite translation or a zero / non-finite quaternion (a reader
+    rejects and counts the transform instead of storing garbage or crashing)."""
     m = np.eye(4)
     q = t.rotation
     m[:3, :3] = quat_to_matrix((q.x, q.y, q.z, q.w))
-    m[:3, 3] = (t.translation.x, t.translation.y, t.translation.z)
+    xyz = (t.translation.x, t.translation.y, t.translation.z)
+    if not all(math.isfinite(v) for v in xyz):
+        raise ValueError("non-finite translation")
+    m[:3, 3] = xyz
     return m
 
 

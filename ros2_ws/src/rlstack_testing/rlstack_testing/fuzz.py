@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .hostile import hostile_messages, plausible
+from .processes import NodeDeaths
 
 #: not fuzzed: the middleware's and rclpy's own endpoints (parameters, type descriptions, logs)
 #: and actions' internal services (their goals would start real work; fuzzed through an action client
@@ -39,7 +40,11 @@ SKIP_SERVICE_PARTS = ("/_action/", "/describe_parameters", "/get_parameter_types
 def load_type(type_str: str) -> type:
     """``sensor_msgs/msg/Image`` -> the class."""
     pkg, kind, name = type_str.split("/")
-    return getattr(importlib.import_module(f"{pkg}.{kind}"), name)
+    module = importlib.import_module(f"{pkg}.{kind}")
+    if kind == "action" and "_" in name:    # an action's own topic type, e.g. NavigateTo_FeedbackMessage
+        action, _, part = name.rpartition("_")
+        return getattr(getattr(module, action).Impl, part)
+    return getattr(module, name)
 
 
 @dataclass
@@ -85,13 +90,19 @@ def _spin(node: Any, executor: Any, seconds: float) -> None:
         executor.spin_once(timeout_sec=min(left, 0.02))
 
 
+#: diagnostics keys that count input a node turned away: ``rejected*`` (localizer, nav_controller,
+#: policy_node, mission), ``skipped_*`` / ``frames_skipped`` (semantic_map's frames), ``bad_tf`` and
+#: ``answered_bad_input`` (grasp_pose)
+TURNED_AWAY = ("rejected", "skipped_", "frames_skipped", "bad_tf", "answered_bad_input")
+
+
 def _rejected_counts(statuses: Dict[str, Any]) -> Dict[str, Dict[str, int]]:
-    """``/diagnostics`` status name -> its ``rejected*`` values (the last of each status)."""
+    """``/diagnostics`` status name -> its counts of turned-away input (the last of each status)."""
     out: Dict[str, Dict[str, int]] = {}
     for name, status in statuses.items():
         counts = {}
         for kv in status.values:
-            if kv.key.startswith("rejected"):
+            if kv.key.startswith(TURNED_AWAY):
                 try:
                     counts[kv.key] = int(float(kv.value))
                 except ValueError:
@@ -178,7 +189,8 @@ def fuzz_graph(node: Any, executor: Any, node_names: Sequence[Tuple[str, str]],
             for _ in range(repeats):
                 pub.publish(msg)
                 target.sent[kind] = target.sent.get(kind, 0) + 1
-            _spin(node, executor, 0.02)
+            _spin(node, executor, 0.05)   # readers keep a few messages: let them take these first
+        _spin(node, executor, settle_s)
         # a flood of plausible messages (as fast as this process can publish them)
         flood_msg = plausible(cls)
         n, t0 = 0, time.monotonic()
@@ -195,11 +207,13 @@ def fuzz_graph(node: Any, executor: Any, node_names: Sequence[Tuple[str, str]],
         report.targets.append(target)
         log(f"{topic} ({type_str}): {sum(target.sent.values())} messages, flood {target.flood_rate_hz:.0f} Hz"
             + (f"; DEAD: {target.crashed}" if target.crashed else ""))
-        if target.crashed:
-            report.crashes = target.crashed
+        report.crashes += [f"{c} after {topic}" for c in target.crashed]
+        if "runner exited" in target.crashed:
             break
+        if target.crashed:
+            _spin(node, executor, 3.0)   # respawned nodes come back before the next target
 
-    if not report.crashes:
+    if not any("runner exited" in c for c in report.crashes):
         for srv, (type_str, owners) in sorted(services.items()):
             cls = load_type(type_str)
             target = TargetReport(srv, type_str, owners)
@@ -223,8 +237,8 @@ def fuzz_graph(node: Any, executor: Any, node_names: Sequence[Tuple[str, str]],
             report.targets.append(target)
             log(f"{srv} ({type_str}): {target.answered}/{sum(target.sent.values())} calls answered"
                 + (f"; DEAD: {target.crashed}" if target.crashed else ""))
-            if target.crashed:
-                report.crashes = target.crashed
+            report.crashes += [f"{c} after {srv}" for c in target.crashed]
+            if "runner exited" in target.crashed:
                 break
 
     # alive and spinning: every node answers a parameter request
@@ -246,6 +260,29 @@ def fuzz_graph(node: Any, executor: Any, node_names: Sequence[Tuple[str, str]],
     node.destroy_subscription(diag_sub)
     report.seconds = time.monotonic() - t_start
     return report
+
+
+def activate_lifecycle_nodes(node: Any, executor: Any, node_names: Sequence[Tuple[str, str]],
+                             log: Callable[[str], None] = lambda s: None) -> None:
+    """Configure and activate every lifecycle node among ``node_names`` (a lifecycle node makes its
+    observation subscriptions when configured: fuzz what it reads when it runs)."""
+    from lifecycle_msgs.msg import Transition
+    from lifecycle_msgs.srv import ChangeState
+
+    for name, ns in node_names:
+        fqn = ns.rstrip("/") + "/" + name
+        if not any(srv == f"{fqn}/change_state" for srv, _ in node.get_service_names_and_types_by_node(name, ns)):
+            continue
+        client = node.create_client(ChangeState, f"{fqn}/change_state")
+        for transition in (Transition.TRANSITION_CONFIGURE, Transition.TRANSITION_ACTIVATE):
+            future = client.call_async(ChangeState.Request(transition=Transition(id=transition)))
+            end = time.monotonic() + 30.0
+            while not future.done() and time.monotonic() < end:
+                executor.spin_once(timeout_sec=0.05)
+            ok = future.done() and future.result() is not None and future.result().success
+            log(f"{fqn}: lifecycle transition {transition} {'ok' if ok else 'FAILED'}")
+        node.destroy_client(client)
+    _spin(node, executor, 1.0)
 
 
 def table(report: FuzzReport) -> str:
@@ -304,24 +341,27 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         executor.add_node(node)
         try:
             # the graph's nodes: whoever shows up in the first seconds (wait until the count is steady)
+            # the graph's nodes and their endpoints: wait until both stop changing (a node shows up
+            # before its constructor has made its services: the semantic map loads its text model first)
             names: List[Tuple[str, str]] = []
+            shape: Any = None
             steady_since = time.monotonic()
-            end = time.monotonic() + 60.0
+            end = time.monotonic() + 120.0
             while time.monotonic() < end:
                 _spin(node, executor, 0.5)
                 found = sorted(n for n in node.get_node_names_and_namespaces() if n[0] != "fuzzer")
-                if found != names:
-                    names, steady_since = found, time.monotonic()
-                elif names and time.monotonic() - steady_since > 8.0:
+                now_shape = (found, discover(node, found)) if found else None
+                if now_shape != shape or now_shape is None:
+                    names, shape, steady_since = found, now_shape, time.monotonic()
+                    continue
+                # every node has made its readers or services (not just its parameter services)
+                endpoints = {n for _, owners in (*shape[1][0].values(), *shape[1][1].values()) for n in owners}
+                if all("/" + n in endpoints for n, _ in names) and time.monotonic() - steady_since > 5.0:
                     break
             print(f"graph nodes: {[n for n, _ in names]}", flush=True)
 
-            def dead() -> List[str]:
-                if runner.poll() is None:
-                    return []
-                text = log_path.read_text(errors="replace")
-                return [line for line in text.splitlines() if "exited with" in line or "killed by" in line] or ["runner"]
-
+            activate_lifecycle_nodes(node, executor, names, log=lambda s: print(s, flush=True))
+            dead = NodeDeaths(runner.pid)
             report = fuzz_graph(node, executor, names, dead, repeats=args.repeats, flood_s=args.flood_s,
                                 log=lambda s: print(s, flush=True))
         finally:

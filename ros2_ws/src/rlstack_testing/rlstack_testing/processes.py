@@ -60,6 +60,44 @@ def descendant_pids(pid: int) -> list[int]:
     return [child for child, _ in _descendants(pid)]
 
 
+def node_pids(runner_pid: int) -> dict[str, int]:
+    """Node name (its ``__node:=`` remap) -> pid, for the processes a graph runner started."""
+    out: dict[str, int] = {}
+    for entry in Path("/proc").glob("[0-9]*"):
+        fields = _stat_fields(int(entry.name))
+        if fields is None or int(fields[1]) != runner_pid or fields[0] == "Z":
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        name = next((a.split(":=", 1)[1] for a in argv if a.startswith("__node:=")), "")
+        if name:
+            out[name] = int(entry.name)
+    return out
+
+
+class NodeDeaths:
+    """Calls return the graph's node processes that died since the last call (``name (pid N)``),
+    also those a runner already respawned: a respawn hides a crash from the ROS graph, not from
+    /proc. ``['runner exited']`` once the runner itself is gone."""
+
+    def __init__(self, runner_pid: int) -> None:
+        self.runner_pid = runner_pid
+        self.known = {name: (pid, _start_time(pid)) for name, pid in node_pids(runner_pid).items()}
+
+    def __call__(self) -> list[str]:
+        fields = _stat_fields(self.runner_pid)
+        if fields is None or fields[0] == "Z":
+            return ["runner exited"]
+        dead = [f"{name} (pid {pid})" for name, (pid, st) in self.known.items() if _start_time(pid) != st]
+        self.known = {name: (pid, st) for name, (pid, st) in self.known.items() if _start_time(pid) == st}
+        for name, pid in node_pids(self.runner_pid).items():
+            if name not in self.known:
+                self.known[name] = (pid, _start_time(pid))
+        return dead
+
+
 def inet_sockets(pid: int) -> list[str]:
     """The TCP/UDP (v4 and v6) sockets a process holds, as '<proto> local_address' ([] once it is gone)."""
     inodes = set()
