@@ -40,7 +40,7 @@ WORKSTATION_MODULES = frozenset({
     "rlstack_perception.backends.sam", "rlstack_perception.backends.clip",
     "rlstack_perception.backends._torchvision_compat",
     "rlstack_mission.evaluate", "rlstack_mission.harness", "rlstack_mission.layouts", "rlstack_mission.overhead",
-    "rlstack_mission.recording", "rlstack_mission.video", "rlstack_mission.fault_injection",
+    "rlstack_mission.recording", "rlstack_mission.video", "rlstack_mission.fault_injection", "rlstack_mission.soak",
 })
 
 

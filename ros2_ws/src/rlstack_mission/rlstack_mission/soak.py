@@ -1,0 +1,132 @@
+"""``python -m rlstack_mission.soak [--fetches 50]``: many fetches back to back in one graph (issue 20).
+
+Starts the fetch graph once and runs fetches over the seeded layouts (cycling), as
+:mod:`rlstack_mission.evaluate` does, and after each fetch samples every node's resident memory,
+open file descriptors and threads from /proc. Each fetch is appended to ``soak.jsonl`` at once,
+so an interrupted soak keeps what it did; ``--resume`` continues the count from that file (in a new
+graph: the memory slope is then reported per graph run). The summary: success rate over the soak,
+and per node the least-squares slope of RSS (MB per fetch), the first and last RSS, and the change
+in file descriptors and threads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Dict, List
+
+ROOT = Path(__file__).resolve().parents[4] if (Path(__file__).resolve().parents[4] / "launch").is_dir() else Path.cwd()
+
+
+def node_usage(runner_pid: int) -> Dict[str, Dict[str, float]]:
+    """Per node of the runner: RSS (MB), open file descriptors, threads."""
+    out: Dict[str, Dict[str, float]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                if int(f.read().rsplit(")", 1)[1].split()[1]) != runner_pid:
+                    continue
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().decode(errors="replace").split("\0")
+            status = Path(f"/proc/{entry}/status").read_text()
+            fds = len(os.listdir(f"/proc/{entry}/fd"))
+        except (OSError, ValueError, IndexError):
+            continue
+        name = next((a.split(":=", 1)[1] for a in argv if a.startswith("__node:=")), "")
+        if not name:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        out[name] = {"rss_mb": round(int(fields["VmRSS"].split()[0]) / 1024, 1), "fds": fds,
+                     "threads": int(fields["Threads"])}
+    return out
+
+
+def slope(ys: List[float]) -> float:
+    """Least-squares slope of ``ys`` against 0, 1, 2, ..."""
+    n = len(ys)
+    if n < 2:
+        return 0.0
+    mx, my = (n - 1) / 2, sum(ys) / n
+    return sum((i - mx) * (y - my) for i, y in enumerate(ys)) / sum((i - mx) ** 2 for i in range(n))
+
+
+def summarize(rows: List[Dict]) -> Dict:
+    ok = sum(1 for r in rows if r["success"])
+    nodes = sorted({n for r in rows for n in r["usage"]})
+    per_node = {}
+    for n in nodes:
+        series = [r["usage"][n] for r in rows if n in r["usage"]]
+        rss = [s["rss_mb"] for s in series]
+        per_node[n] = {"rss_first_mb": rss[0], "rss_last_mb": rss[-1], "rss_slope_mb_per_fetch": round(slope(rss), 3),
+                       "fds_change": series[-1]["fds"] - series[0]["fds"],
+                       "threads_change": series[-1]["threads"] - series[0]["threads"], "samples": len(series)}
+    return {"fetches": len(rows), "succeeded": ok, "success_rate": round(ok / len(rows), 3) if rows else 0.0,
+            "nodes": per_node}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--fetches", type=int, default=50)
+    p.add_argument("--layouts", type=int, default=20, help="seeds 0..N-1, cycled")
+    p.add_argument("--timeout", type=float, default=400.0)
+    p.add_argument("--out", default=str(ROOT / "out" / "soak"))
+    p.add_argument("--resume", action="store_true", help="continue the count of an interrupted soak")
+    a = p.parse_args(argv)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / "soak.jsonl"
+    rows = [json.loads(line) for line in log.read_text().splitlines() if line.strip()] if a.resume and log.exists() else []
+    if not a.resume:
+        log.write_text("")
+
+    import rclpy
+    from rclpy.executors import MultiThreadedExecutor
+
+    from .graph import FetchGraph
+    from .harness import FetchHarness
+
+    rclpy.init(args=[])
+    node = rclpy.create_node("fetch_soak")
+    executor = MultiThreadedExecutor(num_threads=2)
+    executor.add_node(node)
+    threading.Thread(target=executor.spin, daemon=True).start()
+    run = max((r.get("graph_run", 0) for r in rows), default=-1) + 1
+    try:
+        with FetchGraph(ROOT, out / f"graph_{run}.log") as graph:
+            graph.wait_ready(node)
+            harness = FetchHarness(node)
+            while len(rows) < a.fetches:
+                i = len(rows)
+                layout = harness.layout(i % a.layouts, str(ROOT / "maps" / "home.yaml"))
+                harness.apply(layout)
+                r = harness.fetch(layout, a.timeout)
+                row = {"i": i, "graph_run": run, "seed": layout.seed, "success": r["success"],
+                       "code_name": r["code_name"], "reason": r["reason"][:200], "wall_s": r["wall_s"],
+                       "usage": node_usage(graph.proc.pid), "time": time.time()}
+                rows.append(row)
+                with open(log, "a") as f:
+                    f.write(json.dumps(row) + "\n")
+                print(f"fetch {i:3d} seed {layout.seed:2d} {r['code_name']:14s} {r['wall_s']:6.1f} s  "
+                      + "  ".join(f"{n} {u['rss_mb']:.0f} MB" for n, u in sorted(row["usage"].items())), flush=True)
+    except KeyboardInterrupt:
+        print(f"interrupted after {len(rows)} fetch(es); --resume continues", flush=True)
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown()
+    this_run = [r for r in rows if r["graph_run"] == run]
+    summary = {"all": summarize(rows), "this_graph_run": summarize(this_run)}
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    print(json.dumps(summary, indent=1))
+    return 0 if rows and summary["all"]["success_rate"] >= 0.9 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
