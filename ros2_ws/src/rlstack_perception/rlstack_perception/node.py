@@ -34,7 +34,7 @@ from rlstack_interfaces.srv import QueryObjects
 from rlstack_perception.frame import Frame, FrameError
 from rlstack_perception.semantic_map import CorruptMapFile, MapConfig
 from rlstack_perception.segment import FilterConfig
-from rlstack_perception.tf_buffer import TfBuffer
+from rlstack_perception.tf_buffer import TfBuffer, TransformNotYet
 
 IMAGE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=2, reliability=ReliabilityPolicy.RELIABLE)
 
@@ -85,6 +85,9 @@ class SemanticMapNode(Node):
         self.info_topic = p("camera_info_topic", "/head_camera/camera_info", "CameraInfo of both images")
         self.map_frame = p("map_frame", "odom", "Frame of the map (object positions); must be in TF")
         self.rate = p("update_rate_hz", 10.0, "Map updates per second at most, Hz", min_value=0.1, max_value=100.0)
+        self.tf_wait = p("tf_wait_s", 0.5, "A frame whose pose /tf has not reached yet waits this long (node clock) "
+                         "before it is skipped, as tf2's MessageFilter holds a message, s", min_value=0.0,
+                         max_value=10.0)
         self.max_skew = p("max_stamp_skew_s", 0.02, "RGB/depth stamps closer than this are one frame, s",
                           min_value=0.0, max_value=1.0)
         segmenter = p("segmenter", "depth_plane", "Segmenter", constraints="one of: depth_plane, sam")
@@ -252,9 +255,16 @@ class SemanticMapNode(Node):
         if pair is None:
             return
         key, rgb_msg, depth_msg = pair
-        self.last_done = key
         try:
             frame = self._frame(rgb_msg, depth_msg)
+        except FrameError as exc:
+            if exc.kind == "tf_not_yet" and self.get_clock().now().nanoseconds - key < self.tf_wait * 1e9:
+                return   # /tf has not caught up with this image yet (the localiser's map -> odom): next turn
+            self.last_done = key
+            self._skip("unknown_frame" if exc.kind == "tf_not_yet" else exc.kind, str(exc))
+            return
+        self.last_done = key
+        try:
             res = self.pipeline.process(frame)
         except FrameError as exc:
             self._skip(exc.kind, str(exc))
@@ -284,6 +294,8 @@ class SemanticMapNode(Node):
         frame.validate()  # image content first (NaN/zero depth, intrinsics), then the pose
         try:
             frame.rotation, frame.translation = self.tf.lookup(self.map_frame, rgb_msg.header.frame_id, frame.stamp)
+        except TransformNotYet as exc:
+            raise FrameError("tf_not_yet", str(exc)) from None
         except LookupError as exc:
             raise FrameError("unknown_frame", str(exc)) from None
         return frame

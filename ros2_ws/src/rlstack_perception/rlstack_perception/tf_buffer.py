@@ -29,6 +29,11 @@ def _slerp(q0: np.ndarray, q1: np.ndarray, a: float) -> np.ndarray:
     return q / np.linalg.norm(q)
 
 
+
+class TransformNotYet(LookupError):
+    """The transform at that stamp is not known *yet*: /tf has not caught up with the stamp (a reader
+    may wait for it, as tf2's MessageFilter does, instead of dropping the message)."""
+
 class TfBuffer:
     def __init__(self, cache_s: float = 10.0, max_extrapolation: float = 0.2) -> None:
         self.cache_s = cache_s
@@ -69,7 +74,8 @@ class TfBuffer:
         if stamp is None or len(hist) == 1:
             s, t, q = hist[-1]
             if stamp is not None and abs(stamp - s) > self.max_extrapolation:
-                raise LookupError(f"'{child}' at {stamp:.3f}: only {s:.3f} known")
+                kind = TransformNotYet if stamp > s else LookupError
+                raise kind(f"'{child}' at {stamp:.3f}: only {s:.3f} known")
             return t, q
         stamps = [h[0] for h in hist]
         i = bisect.bisect_left(stamps, stamp)
@@ -79,7 +85,7 @@ class TfBuffer:
             return hist[0][1], hist[0][2]
         if i == len(hist):
             if stamp - stamps[-1] > self.max_extrapolation:
-                raise LookupError(f"'{child}' at {stamp:.3f}: newer than the buffer ({stamps[-1]:.3f})")
+                raise TransformNotYet(f"'{child}' at {stamp:.3f}: newer than the buffer ({stamps[-1]:.3f})")
             return hist[-1][1], hist[-1][2]
         (s0, t0, q0), (s1, t1, q1) = hist[i - 1], hist[i]
         a = 0.0 if s1 == s0 else (stamp - s0) / (s1 - s0)

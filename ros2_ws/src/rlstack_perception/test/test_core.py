@@ -137,3 +137,20 @@ def test_tf_buffer_composes_static_and_interpolates_dynamic():
         tf.lookup("odom", "cam", 5.0)  # beyond extrapolation
     with pytest.raises(ValueError):
         tf.set_transform("odom", "x", [np.nan, 0, 0], [0, 0, 0, 1])
+
+
+def test_tf_buffer_says_when_a_transform_is_not_known_yet():
+    """A stamp past the newest transform is 'not yet' (the map waits for /tf, as tf2's MessageFilter),
+    one before the oldest is an ordinary miss."""
+    from rlstack_perception.tf_buffer import TfBuffer, TransformNotYet
+
+    tf = TfBuffer(max_extrapolation=0.05)
+    for s in (1.0, 1.1, 1.2):
+        tf.set_transform("odom", "base_link", (s, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), s, False)
+    rot, trans = tf.lookup("odom", "base_link", 1.15)
+    assert abs(trans[0] - 1.15) < 1e-9
+    with pytest.raises(TransformNotYet):
+        tf.lookup("odom", "base_link", 1.5)
+    with pytest.raises(LookupError) as info:
+        tf.lookup("odom", "base_link", 0.5)
+    assert not isinstance(info.value, TransformNotYet)
