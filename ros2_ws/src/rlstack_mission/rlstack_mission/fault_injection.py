@@ -1,7 +1,7 @@
 """``python -m rlstack_mission.fault_injection``: kill -9 each node of the fetch graph mid-fetch (issue 20).
 
 For each node in turn: start the fetch graph (launch/fetch.launch.yaml, robot mode, the sim in real
-time), reset to a seeded layout, send the fetch, and when the mission reports the phase drawn for
+time), reset to a seeded layout (the demo's by default), send the fetch, and when the mission reports the phase drawn for
 this node (seeded: EXPLORE, NAVIGATE, GRASP or RETURN) plus a drawn 0-3 s, SIGKILL the node's
 process. Then watch, from outside the robot (the evaluator's view, ground truth allowed):
 
@@ -33,6 +33,7 @@ from typing import Dict, List, Optional
 ROOT = Path(__file__).resolve().parents[4] if (Path(__file__).resolve().parents[4] / "launch").is_dir() else Path.cwd()
 NODES = ("semantic_map", "nav_controller", "policy_node", "grasp_pose", "localizer", "mission", "sim_bridge")
 PHASES = ("EXPLORE", "NAVIGATE", "GRASP", "RETURN")
+FETCH_TIMEOUT_S = 600.0   # the whole fetch, as the evaluation gives it
 
 
 def node_pids(runner_pid: int) -> Dict[str, int]:
@@ -83,7 +84,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def run_one(victim: str, phase: str, extra_s: float, seed: int, timeout_s: float, out: Path,
+def run_one(victim: str, phase: str, extra_s: float, seed: int, color: str, timeout_s: float, out: Path,
             graph_args: Dict[str, str]) -> Dict:
     import rclpy
     from rclpy.executors import MultiThreadedExecutor
@@ -105,7 +106,7 @@ def run_one(victim: str, phase: str, extra_s: float, seed: int, timeout_s: float
         with FetchGraph(ROOT, log_path, graph_args) as graph:
             graph.wait_ready(node)
             harness = FetchHarness(node)
-            layout = harness.layout(seed, str(ROOT / "maps" / "home.yaml"))
+            layout = harness.layout(seed, str(ROOT / "maps" / "home.yaml"), target_color=color)
             harness.apply(layout)
             reached = threading.Event()
             result: Dict = {}
@@ -116,7 +117,7 @@ def run_one(victim: str, phase: str, extra_s: float, seed: int, timeout_s: float
 
             def fetch() -> None:
                 try:
-                    result.update(send_fetch(node, layout.query, layout.dropoff, timeout_s, on_feedback=on_fb))
+                    result.update(send_fetch(node, layout.query, layout.dropoff, FETCH_TIMEOUT_S, on_feedback=on_fb))
                 except Exception as exc:   # noqa: BLE001 (reported, not raised: the run goes on)
                     result.update(code=-2, code_name="CLIENT_ERROR", reason=f"{type(exc).__name__}: {exc}")
                 ok = False
@@ -175,11 +176,17 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--nodes", default=",".join(NODES), help="comma-separated node names, killed one per fetch")
     p.add_argument("--seed", type=int, default=0, help="draws the phase and delay of each kill")
-    p.add_argument("--layout-seed", type=int, default=5, help="the fetch's layout (5: the demo's yellow cube)")
+    p.add_argument("--layout-seed", type=int, default=3, help="the fetch's layout (rlstack_mission.layouts; 3: the demo's)")
+    p.add_argument("--color", default="yellow", help="the target cube's colour (the demo's: yellow)")
     p.add_argument("--timeout", type=float, default=300.0, help="s to wait for the fetch's result after the kill")
     p.add_argument("--out", default=str(ROOT / "out" / "fault_injection"))
     p.add_argument("--graph-arg", action="append", default=[], metavar="NAME:=VALUE")
     a = p.parse_args(argv)
+
+    def interrupt(signum, _frame):   # SIGTERM as Ctrl-C: the graph of the run is stopped, not orphaned
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, interrupt)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     graph_args = dict(item.split(":=", 1) for item in a.graph_arg)
@@ -189,7 +196,7 @@ def main(argv=None) -> int:
         phase = rng.choice(PHASES)
         extra = rng.uniform(0.0, 3.0)
         print(f"-- {victim}: kill in {phase} + {extra:.1f} s", flush=True)
-        rec = run_one(victim, phase, extra, a.layout_seed, a.timeout, out, graph_args)
+        rec = run_one(victim, phase, extra, a.layout_seed, a.color, a.timeout, out, graph_args)
         records.append(rec)
         print(json.dumps(rec), flush=True)
         (out / "results.json").write_text(json.dumps({"runs": records}, indent=1))
