@@ -388,7 +388,18 @@ class RosPorts:
         for attempt in range(self.n.estimate_attempts):
             if attempt:
                 self._sim_sleep(0.3)   # fresh frames (new depth noise) before the next look
-            reply = self._wait_future(client.call_async(req), 10.0, "grasp pose estimate")
+            try:
+                reply = self._wait_future(client.call_async(req), 10.0, "grasp pose estimate")
+            except MissionAborted:
+                if client.service_is_ready():
+                    raise
+                # the grasp_pose node died mid-call: wait for it to come back (respawned), look again
+                reason = "the grasp pose service went away mid-call"
+                self.n.get_logger().error(f"{reason}; waiting up to {self.n.node_restart_timeout_s:g} s for it")
+                if not client.wait_for_service(timeout_sec=self.n.node_restart_timeout_s):
+                    raise MissionAborted(FetchCode.ERROR, f"{reason} and was not back within "
+                                                          f"{self.n.node_restart_timeout_s:g} s") from None
+                continue
             if reply.ok:
                 size = (reply.size.x, reply.size.y, reply.size.z)
                 seen = (f"footprint {reply.size.x * 100:.1f} x {reply.size.y * 100:.1f} cm, "
