@@ -156,7 +156,17 @@ class RosPorts:
             raise MissionAborted(FetchCode.ERROR, "the semantic map's query service /semantic_map/query is not up")
         self._asked = text
         req = QueryObjects.Request(text=text, max_results=5, min_score=-1.0)
-        reply = self._wait_future(self.n.query_client.call_async(req), 10.0, "semantic map query")
+        try:
+            reply = self._wait_future(self.n.query_client.call_async(req), 10.0, "semantic map query")
+        except MissionAborted:
+            if self.n.query_client.service_is_ready():
+                raise
+            # the semantic map died mid-call: a respawned one starts empty; ask it again once it is up
+            self.n.get_logger().error("the semantic map went away mid-query; waiting for it to come back")
+            if not self.n.query_client.wait_for_service(timeout_sec=self.n.node_restart_timeout_s):
+                raise MissionAborted(FetchCode.ERROR, "the semantic map went away mid-query and was not back within "
+                                                      f"{self.n.node_restart_timeout_s:g} s") from None
+            reply = self._wait_future(self.n.query_client.call_async(req), 10.0, "semantic map query")
         self._map_status = reply.message
         if not reply.success:
             self.n.get_logger().warning(f"semantic map query failed: {reply.message}", throttle_duration_sec=5.0)
