@@ -189,9 +189,10 @@ class MissionNode(Node):
         self.node_lost_s = d("node_lost_s", 2.0, "Navigation's action server gone this long mid-goal: the node is "
                              "taken as lost (its process died), the base is stopped, s (wall)", min_value=0.1,
                              max_value=60.0)
-        self.node_restart_timeout_s = d("node_restart_timeout_s", 20.0, "Wait this long for a lost navigation node "
-                                        "to come back (respawned by the launch file) and send the goal again; not "
-                                        "back: the fetch ends ERROR, s (wall)", min_value=0.0, max_value=600.0)
+        self.node_restart_timeout_s = d("node_restart_timeout_s", 20.0, "Wait this long for a node that died "
+                                        "mid-request (navigation, the grasp pose service, the semantic map) to come "
+                                        "back (respawned by the launch file) and ask again; not back: the fetch ends "
+                                        "ERROR, s (wall)", min_value=0.0, max_value=600.0)
         self.action_introspection = d("action_introspection", "contents", "Publish the /fetch action's "
                                       "goal, result and cancel exchanges as service events (recordable)",
                                       constraints="one of: off, metadata, contents")
