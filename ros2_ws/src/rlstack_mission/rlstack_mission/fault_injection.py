@@ -2,7 +2,8 @@
 
 For each node in turn: start the fetch graph (launch/fetch.launch.yaml, robot mode, the sim in real
 time), reset to a seeded layout (the demo's by default), send the fetch, and when the mission reports the phase drawn for
-this node (seeded: EXPLORE, NAVIGATE, GRASP or RETURN) plus a drawn 0-3 s, SIGKILL the node's
+this node (seeded: by default among the phases where the fetch uses the node, ``--phases any``:
+EXPLORE, NAVIGATE, GRASP or RETURN) plus a drawn 0-3 s, SIGKILL the node's
 process. Then watch, from outside the robot (the evaluator's view, ground truth allowed):
 
 * the runner: did it start the node again (``respawn`` in the launch file), or stop the graph
@@ -33,6 +34,10 @@ from typing import Dict, List, Optional
 ROOT = Path(__file__).resolve().parents[4] if (Path(__file__).resolve().parents[4] / "launch").is_dir() else Path.cwd()
 NODES = ("semantic_map", "nav_controller", "policy_node", "grasp_pose", "localizer", "mission", "sim_bridge")
 PHASES = ("EXPLORE", "NAVIGATE", "GRASP", "RETURN")
+#: --phases busy: a node is killed in a phase where the fetch is using it (a kill where it idles
+#: shows little); the draw is among these
+BUSY = {"semantic_map": ("EXPLORE", "NAVIGATE"), "nav_controller": ("EXPLORE", "NAVIGATE", "RETURN"),
+        "policy_node": ("GRASP",), "grasp_pose": ("GRASP",), "localizer": ("EXPLORE", "NAVIGATE", "RETURN")}
 FETCH_TIMEOUT_S = 600.0   # the whole fetch, as the evaluation gives it
 
 
@@ -181,6 +186,8 @@ def main(argv=None) -> int:
     p.add_argument("--timeout", type=float, default=300.0, help="s to wait for the fetch's result after the kill")
     p.add_argument("--out", default=str(ROOT / "out" / "fault_injection"))
     p.add_argument("--graph-arg", action="append", default=[], metavar="NAME:=VALUE")
+    p.add_argument("--phases", choices=("busy", "any"), default="busy",
+                   help="busy: the phase is drawn among those where the fetch uses the node (default); any: among all")
     a = p.parse_args(argv)
 
     def interrupt(signum, _frame):   # SIGTERM as Ctrl-C: the graph of the run is stopped, not orphaned
@@ -193,7 +200,7 @@ def main(argv=None) -> int:
     rng = random.Random(a.seed)
     records = []
     for victim in a.nodes.split(","):
-        phase = rng.choice(PHASES)
+        phase = rng.choice(BUSY.get(victim, PHASES) if a.phases == "busy" else PHASES)
         extra = rng.uniform(0.0, 3.0)
         print(f"-- {victim}: kill in {phase} + {extra:.1f} s", flush=True)
         rec = run_one(victim, phase, extra, a.layout_seed, a.color, a.timeout, out, graph_args)

@@ -158,10 +158,11 @@ class RosPorts:
         req = QueryObjects.Request(text=text, max_results=5, min_score=-1.0)
         try:
             reply = self._wait_future(self.n.query_client.call_async(req), 10.0, "semantic map query")
-        except MissionAborted:
-            if self.n.query_client.service_is_ready():
-                raise
-            # the semantic map died mid-call: a respawned one starts empty; ask it again once it is up
+        except MissionAborted as exc:
+            if exc.code != FetchCode.ERROR:
+                raise   # canceled
+            # no answer: the semantic map died mid-call (a respawned one starts empty, and never saw the
+            # request); ask again once it is up
             self.n.get_logger().error("the semantic map went away mid-query; waiting for it to come back")
             if not self.n.query_client.wait_for_service(timeout_sec=self.n.node_restart_timeout_s):
                 raise MissionAborted(FetchCode.ERROR, "the semantic map went away mid-query and was not back within "
@@ -400,14 +401,15 @@ class RosPorts:
                 self._sim_sleep(0.3)   # fresh frames (new depth noise) before the next look
             try:
                 reply = self._wait_future(client.call_async(req), 10.0, "grasp pose estimate")
-            except MissionAborted:
-                if client.service_is_ready():
-                    raise
-                # the grasp_pose node died mid-call: wait for it to come back (respawned), look again
-                reason = "the grasp pose service went away mid-call"
+            except MissionAborted as exc:
+                if exc.code != FetchCode.ERROR:
+                    raise   # canceled
+                # no answer: the grasp_pose node died mid-call (a respawned one never saw the request);
+                # wait until the service is there again and spend this look
+                reason = f"{exc.reason}: the grasp pose service died mid-call?"
                 self.n.get_logger().error(f"{reason}; waiting up to {self.n.node_restart_timeout_s:g} s for it")
                 if not client.wait_for_service(timeout_sec=self.n.node_restart_timeout_s):
-                    raise MissionAborted(FetchCode.ERROR, f"{reason} and was not back within "
+                    raise MissionAborted(FetchCode.ERROR, f"{reason} It was not back within "
                                                           f"{self.n.node_restart_timeout_s:g} s") from None
                 continue
             if reply.ok:
