@@ -186,9 +186,10 @@ class MissionNode(Node):
         self.robot_radius = d("robot_radius", 0.5, "Footprint radius used to check staging poses (as nav), m",
                               min_value=0.01, max_value=5.0)
         self.policy_node = d("policy_node", "/policy_node", "Lifecycle policy node serving the lift bundle")
-        self.node_lost_s = d("node_lost_s", 2.0, "Navigation's action server gone this long mid-goal: the node is "
-                             "taken as lost (its process died), the base is stopped, s (wall)", min_value=0.1,
-                             max_value=60.0)
+        self.node_lost_s = d("node_lost_s", 3.0, "No navigation feedback for this long mid-goal (it sends it at "
+                             "feedback_rate_hz while a goal runs): the node is taken as lost (its process died), the "
+                             "base is stopped and the goal sent again once the action server is there, s (wall)",
+                             min_value=0.1, max_value=60.0)
         self.node_restart_timeout_s = d("node_restart_timeout_s", 20.0, "Wait this long for a node that died "
                                         "mid-request (navigation, the grasp pose service, the semantic map) to come "
                                         "back (respawned by the launch file) and ask again; not back: the fetch ends "

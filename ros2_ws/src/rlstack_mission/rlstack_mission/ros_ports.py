@@ -212,20 +212,25 @@ class RosPorts:
         goal.pose.header.frame_id = self.n.map_frame
         goal.pose.pose.position.x, goal.pose.pose.position.y = pose.x, pose.y
         goal.pose.pose.orientation.z, goal.pose.pose.orientation.w = math.sin(pose.yaw / 2), math.cos(pose.yaw / 2)
-        handle = self._wait_future(self.n.nav_client.send_goal_async(goal), 10.0, "navigate_to goal")
+        last_feedback = [time.monotonic()]
+
+        def on_feedback(_msg) -> None:
+            last_feedback[0] = time.monotonic()
+
+        handle = self._wait_future(self.n.nav_client.send_goal_async(goal, feedback_callback=on_feedback), 10.0,
+                                   "navigate_to goal")
         if not handle.accepted:
             return NavOutcome(False, "navigation rejected the goal")
         fut = handle.get_result_async()
-        gone_since: Optional[float] = None
+        last_feedback[0] = time.monotonic()
         try:
             while not fut.done():
                 self._check_cancel()
-                # A navigation node that dies mid-goal never answers: watch its server (issue 20).
-                if self.n.nav_client.server_is_ready():
-                    gone_since = None
-                elif gone_since is None:
-                    gone_since = time.monotonic()
-                elif time.monotonic() - gone_since > self.n.node_lost_s:
+                # A navigation node that dies mid-goal never answers, and a respawned one does not know
+                # the goal; its server may even look alive throughout (DDS notices a killed process only
+                # when its lease runs out, by which time the new one is up). A running goal sends feedback
+                # at feedback_rate_hz, so silence is the sign (issue 20).
+                if time.monotonic() - last_feedback[0] > self.n.node_lost_s:
                     return self._navigation_lost(pose, resends)
                 time.sleep(0.02)
         except MissionAborted:
@@ -239,22 +244,24 @@ class RosPorts:
                           localization_lost=res.code == NavigateTo.Result.LOCALIZATION_LOST)
 
     def _navigation_lost(self, pose: Pose2D, resends: int) -> NavOutcome:
-        """Navigation's process died mid-goal: stop the base, wait for the node to come back (a
-        respawned node), then send the same goal again; ends the fetch ERROR when it does not."""
+        """Navigation went silent mid-goal (its process died): stop the base, wait for the node to be
+        there (a respawned node), then send the same goal again; ends the fetch ERROR when it is not."""
         self.n.cmd_pub.publish(Twist())   # the bridge's command watchdog stops the base too
-        self.n.get_logger().error(f"navigation (/navigate_to) went away mid-goal; base stopped, waiting up to "
-                                  f"{self.n.node_restart_timeout_s:g} s for it to come back")
+        if resends >= 2:
+            raise MissionAborted(FetchCode.ERROR, "navigation (/navigate_to) went silent mid-goal a third time; "
+                                                  "base stopped")
+        self.n.get_logger().error(f"navigation (/navigate_to) sent no feedback for {self.n.node_lost_s:g} s "
+                                  f"mid-goal (its process died?); base stopped, waiting up to "
+                                  f"{self.n.node_restart_timeout_s:g} s for it")
         deadline = time.monotonic() + self.n.node_restart_timeout_s
         while not self.n.nav_client.server_is_ready():
             self._check_cancel()
-            if time.monotonic() > deadline or resends >= 2:
-                raise MissionAborted(FetchCode.ERROR, "navigation (/navigate_to) went away mid-goal and "
-                                     + ("went away again after two restarts" if resends >= 2 else
-                                        f"was not back within {self.n.node_restart_timeout_s:g} s")
-                                     + "; base stopped")
+            if time.monotonic() > deadline:
+                raise MissionAborted(FetchCode.ERROR, "navigation (/navigate_to) went silent mid-goal and was not "
+                                     f"back within {self.n.node_restart_timeout_s:g} s; base stopped")
             self.n.cmd_pub.publish(Twist())
             time.sleep(0.1)
-        self.n.get_logger().warning("navigation is back: sending the goal again")
+        self.n.get_logger().warning("navigation is there: sending the goal again")
         return self.navigate(pose, resends + 1)
 
     def _closed_loop(self, command: Callable[[], Optional[Twist]], timeout_s: float,
