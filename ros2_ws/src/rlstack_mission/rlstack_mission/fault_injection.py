@@ -186,6 +186,7 @@ def main(argv=None) -> int:
     p.add_argument("--timeout", type=float, default=300.0, help="s to wait for the fetch's result after the kill")
     p.add_argument("--out", default=str(ROOT / "out" / "fault_injection"))
     p.add_argument("--graph-arg", action="append", default=[], metavar="NAME:=VALUE")
+    p.add_argument("--phase", choices=PHASES, default=None, help="kill every node in this phase (no draw)")
     p.add_argument("--phases", choices=("busy", "any"), default="busy",
                    help="busy: the phase is drawn among those where the fetch uses the node (default); any: among all")
     a = p.parse_args(argv)
@@ -201,6 +202,7 @@ def main(argv=None) -> int:
     records = []
     for victim in a.nodes.split(","):
         phase = rng.choice(BUSY.get(victim, PHASES) if a.phases == "busy" else PHASES)
+        phase = a.phase or phase
         extra = rng.uniform(0.0, 3.0)
         print(f"-- {victim}: kill in {phase} + {extra:.1f} s", flush=True)
         rec = run_one(victim, phase, extra, a.layout_seed, a.color, a.timeout, out, graph_args)
