@@ -217,8 +217,14 @@ class RosPorts:
         def on_feedback(_msg) -> None:
             last_feedback[0] = time.monotonic()
 
-        handle = self._wait_future(self.n.nav_client.send_goal_async(goal, feedback_callback=on_feedback), 10.0,
-                                   "navigate_to goal")
+        try:
+            handle = self._wait_future(self.n.nav_client.send_goal_async(goal, feedback_callback=on_feedback),
+                                       10.0, "navigate_to goal")
+        except MissionAborted as exc:
+            if exc.code != FetchCode.ERROR:
+                raise   # canceled
+            # no answer: the goal went to a navigation process that had died (DDS still listed it)
+            return self._navigation_lost(pose, resends)
         if not handle.accepted:
             return NavOutcome(False, "navigation rejected the goal")
         fut = handle.get_result_async()
@@ -250,9 +256,8 @@ class RosPorts:
         if resends >= 2:
             raise MissionAborted(FetchCode.ERROR, "navigation (/navigate_to) went silent mid-goal a third time; "
                                                   "base stopped")
-        self.n.get_logger().error(f"navigation (/navigate_to) sent no feedback for {self.n.node_lost_s:g} s "
-                                  f"mid-goal (its process died?); base stopped, waiting up to "
-                                  f"{self.n.node_restart_timeout_s:g} s for it")
+        self.n.get_logger().error(f"navigation (/navigate_to) went silent mid-goal (its process died?); base "
+                                  f"stopped, waiting up to {self.n.node_restart_timeout_s:g} s for it")
         deadline = time.monotonic() + self.n.node_restart_timeout_s
         while not self.n.nav_client.server_is_ready():
             self._check_cancel()
