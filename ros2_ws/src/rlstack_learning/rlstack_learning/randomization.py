@@ -185,3 +185,12 @@ class MuJoCoDynamics:
         data.qvel[dof:dof + 3] = np.asarray(linear, dtype=float)
         data.qvel[dof + 3:dof + 6] = r.T @ np.asarray(angular, dtype=float)
         self._mj.mj_forward(model, data)
+
+    def link_position(self, body: int, link_name: str) -> "np.ndarray":
+        """World position of a link frame (a URDF link is a MuJoCo body of the same name)."""
+        sim = self._sim
+        b = self._mj.mj_name2id(sim.model, self._mj.mjtObj.mjOBJ_BODY, link_name)
+        if b < 0 or self._groups.get(body) is None or b not in self._groups[body]:
+            raise KeyError(f"no link named '{link_name}'")
+        sim._sync()
+        return sim.data.xpos[b].copy()
