@@ -42,12 +42,13 @@ from ..contract import (  # noqa: E402
     NotSupported,
     ObjectState,
     OccupancyBox,
+    Odometry,
     Pose,
     SimBackend,
     Twist,
     physics_steps_per_control,
 )
-from ..geometry import matrix_to_quat, quat_multiply, quat_to_matrix  # noqa: E402
+from ..geometry import diff_drive_wheel_speeds, matrix_to_quat, quat_multiply, quat_to_matrix  # noqa: E402
 from ..robots.spec import CameraSpec, RobotSpec  # noqa: E402
 from ..scenes import make_scene, scene_names  # noqa: E402
 from ..scenes.spec import ObjectSpec, SceneSpec  # noqa: E402
@@ -70,6 +71,8 @@ _IK_NULLSPACE_GAIN = 0.1
 #: -a about the arm base's z; a wrist turn runs at this speed (rad/s).
 _WRIST_SIGN = -1.0
 _WRIST_TURN_SPEED = 2.0
+#: Wheel velocity servos: torque per rad/s of wheel speed error (N m s).
+_WHEEL_KV = 80.0
 #: Finger servos: full force this far (m) from the target; the finger joints' armature (kg)
 #: keeps that stiffness stable at 240 Hz (natural frequency ~120 rad/s with the finger's mass).
 _FINGER_FULL_FORCE_ERROR = 0.005
@@ -185,6 +188,26 @@ def _inertia_from_collision_boxes(model: Any, bodies: Sequence[int]) -> None:
                                  mass / 12 * (ex ** 2 + ey ** 2)]
 
 
+def _urdf_root(text: str) -> str:
+    """The URDF's root link (the one that is no joint's child)."""
+    root = ET.fromstring(text)
+    children = {j.find("child").get("link") for j in root.iter("joint")}
+    return next(link.get("name") for link in root.iter("link") if link.get("name") not in children)
+
+
+def _urdf_subtree(text: str, link: str) -> List[str]:
+    """``link`` and every URDF link below it."""
+    children: Dict[str, List[str]] = {}
+    for j in ET.fromstring(text).iter("joint"):
+        children.setdefault(j.find("parent").get("link"), []).append(j.find("child").get("link"))
+    out, todo = [], [link]
+    while todo:
+        name = todo.pop()
+        out.append(name)
+        todo.extend(children.get(name, []))
+    return out
+
+
 def _with_mujoco_compiler(text: str, urdf_dir: Optional[str] = None) -> str:
     """Ask MuJoCo's URDF compiler to keep visuals and every link as its own body.
 
@@ -250,6 +273,7 @@ class MuJoCoBackend(SimBackend):
         self._cart: Optional[Tuple[RobotSpec, _Joint]] = None
         self._plate: Optional[RobotSpec] = None
         self._arm: Optional[Tuple[RobotSpec, Dict[str, _Joint], Dict[str, int]]] = None
+        self._mobile: Optional[Tuple[RobotSpec, _Joint, _Joint, int]] = None   # spec, wheels, base body
         self._ik_data: Optional[Any] = None
         self._ee_yaw = 0.0   # latched wrist yaw (set_end_effector_yaw); 0 after a reset
         # end-effector step being interpolated: (actuators, start, goal, n, k)
@@ -300,11 +324,10 @@ class MuJoCoBackend(SimBackend):
         # top faces seen at a slant were ~20 % darker than in PyBullet's renderer without it
         ms.worldbody.add_light(name="ceiling", type=mujoco.mjtLightType.mjLIGHT_DIRECTIONAL, castshadow=False, pos=[0, 0, 5],
                                dir=[0, 0, -1], diffuse=[0.3, 0.3, 0.3], specular=[0, 0, 0])
-        robot_body_names = [b.name for b in ms.bodies if b.name != "world"]
         if robot.arm is not None:
             # an arm's joint controller compensates gravity (as Franka's does; PyBullet's
             # position motors are near-rigid constraints that hold the arm up by themselves)
-            for name in robot_body_names:
+            for name in _urdf_subtree(text, robot.arm.base_link):
                 ms.body(name).gravcomp = 1.0
             # the gripper's drive reflects its motor inertia onto the fingers: a stiff finger
             # servo (full force 5 mm off target, as PyBullet's motors push a blocked finger
@@ -315,7 +338,7 @@ class MuJoCoBackend(SimBackend):
         root.pos = list(robot.base_pose.position)
         root.quat = _wxyz(robot.base_pose.orientation)
         if not robot.fixed_base:
-            raise ValueError(f"mujoco backend: mobile robot '{robot.name}' is not supported yet")
+            root.add_freejoint(name=f"{robot.name}_base_free")
         # URDF contact blocks (PyBullet extension) -> geom friction on that link's collision geoms
         for body in ms.bodies:
             c = urdf_contacts.get(body.name)
@@ -332,6 +355,11 @@ class MuJoCoBackend(SimBackend):
                             geom.condim = 6
                         elif geom.friction[1] > 0:
                             geom.condim = 4
+                        elif geom.friction[0] == 0:
+                            # frictionless (the base's casters): MuJoCo takes the larger friction
+                            # of a geom pair, so this geom's must win (priority) and be frictionless
+                            geom.condim = 1
+                            geom.priority = 1
         # URDF visuals come with group 1 collisions off; MuJoCo compiles URDF collision geoms as
         # contype/conaffinity 1 and visuals as 0/0, which is what we want.
         if spec.ground_plane:
@@ -346,6 +374,16 @@ class MuJoCoBackend(SimBackend):
             ms.add_actuator(name="cart_force", target=robot.cart_joint,
                             trntype=mujoco.mjtTrn.mjTRN_JOINT, ctrllimited=mujoco.mjtLimited.mjLIMITED_TRUE,
                             ctrlrange=[-robot.cart_max_force, robot.cart_max_force], gear=[1, 0, 0, 0, 0, 0])
+        if robot.diff_drive is not None:
+            dd = robot.diff_drive
+            for jname in (dd.left_wheel_joint, dd.right_wheel_joint):
+                # a stiff velocity servo (damping implicit in implicitfast), torque-limited as
+                # PyBullet's velocity motor: full torque 0.5 rad/s off the commanded wheel speed
+                ms.add_actuator(name=f"wheel_{jname}", target=jname, trntype=mujoco.mjtTrn.mjTRN_JOINT,
+                                gaintype=mujoco.mjtGain.mjGAIN_FIXED, biastype=mujoco.mjtBias.mjBIAS_AFFINE,
+                                gainprm=[_WHEEL_KV] + [0] * 9, biasprm=[0, 0, -_WHEEL_KV] + [0] * 7,
+                                forcelimited=mujoco.mjtLimited.mjLIMITED_TRUE,
+                                forcerange=[-dd.wheel_torque, dd.wheel_torque])
         for jname in robot.position_joints:
             effort = urdf_joints.get(jname, (math.inf, math.inf))[1]
             act = ms.add_actuator(name=f"servo_{jname}", target=jname, trntype=mujoco.mjtTrn.mjTRN_JOINT)
@@ -419,6 +457,10 @@ class MuJoCoBackend(SimBackend):
         self._position_joints = {n: joints[n] for n in robot.position_joints}
         if robot.cart_joint is not None:
             self._cart = (robot, joints[robot.cart_joint])
+        if robot.diff_drive is not None:
+            dd = robot.diff_drive
+            self._mobile = (robot, joints[dd.left_wheel_joint], joints[dd.right_wheel_joint],
+                            links[_urdf_root(text)])
         if robot.plate_joints is not None:
             self._plate = robot
         if robot.arm is not None:
@@ -636,6 +678,31 @@ class MuJoCoBackend(SimBackend):
         for joint, target in zip(joints, targets):
             self.data.ctrl[joint.actuator] = float(target)
 
+    # ------------------------------------------------------------ mobile base
+    def set_base_velocity(self, linear_x: float, angular_z: float) -> None:
+        """Diff-drive command: wheel speed servos; above the wheel speed limit both are scaled
+        down together (keeping the path curvature), as in PyBullet."""
+        self.require(Capability.BASE_VELOCITY)
+        if not (math.isfinite(linear_x) and math.isfinite(angular_z)):
+            raise ValueError(f"base velocity must be finite, got ({linear_x}, {angular_z})")
+        robot, left_j, right_j, _ = self._mobile
+        dd = robot.diff_drive
+        left, right = diff_drive_wheel_speeds(float(linear_x), float(angular_z), dd.wheel_radius, dd.track_width)
+        scale = max(1.0, abs(left) / dd.max_wheel_speed, abs(right) / dd.max_wheel_speed)
+        self.data.ctrl[left_j.actuator] = left / scale
+        self.data.ctrl[right_j.actuator] = right / scale
+
+    def base_odometry(self) -> Odometry:
+        """Ground-truth odometry of ``base_link`` (``odom`` = world); twist in ``base_link``."""
+        self.require(Capability.BASE_VELOCITY)
+        self._sync()
+        _, _, _, b = self._mobile
+        d = self.data
+        vel = np.zeros(6)
+        mujoco.mj_objectVelocity(self.model, d, mujoco.mjtObj.mjOBJ_XBODY, b, vel, 1)   # [ang, lin] in base_link
+        return Odometry(stamp=self.sim_time, pose=Pose(d.xpos[b].copy(), _xyzw(d.xquat[b])),
+                        twist=Twist(vel[3:].copy(), vel[:3].copy()))
+
     # ---------------------------------------------------------------- cameras
     @property
     def camera_names(self) -> Tuple[str, ...]:
@@ -692,7 +759,8 @@ class MuJoCoBackend(SimBackend):
                 parent = int(model.body_parentid[b])
                 pos_c, q_c = d.xpos[b], _xyzw(d.xquat[b])
                 if parent == 0:
-                    out.append(LinkTransform("world", name, Pose(pos_c, q_c)))
+                    if robot.fixed_base:   # a mobile base's root is placed by base_odometry()
+                        out.append(LinkTransform("world", name, Pose(pos_c, q_c)))
                     continue
                 pname = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, parent)
                 r_p = d.xmat[parent].reshape(3, 3)
