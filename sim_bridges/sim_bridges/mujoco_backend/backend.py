@@ -64,9 +64,10 @@ _SERVO_OMEGA = 60.0
 _SERVO_ZETA = 1.0
 #: Arm IK (damped least squares): iterations, stop at this 6-D error, damping, null-space gain.
 _IK_ITERATIONS = 50
-_IK_TOLERANCE = 1e-5
-_IK_DAMPING = 0.05
+_IK_TOLERANCE = 1e-4
+_IK_DAMPING = 0.01
 _IK_NULLSPACE_GAIN = 0.1
+_IK_MAX_STEP = 0.1
 #: As in the PyBullet backend: turning the Panda's last joint by +a turns the downward gripper by
 #: -a about the arm base's z; a wrist turn runs at this speed (rad/s).
 _WRIST_SIGN = -1.0
@@ -867,6 +868,9 @@ class MuJoCoBackend(SimBackend):
             jac = np.vstack([jacp[:, dadr], jacr[:, dadr]])
             pinv = jac.T @ np.linalg.inv(jac @ jac.T + _IK_DAMPING ** 2 * np.eye(6))
             dq = pinv @ err + (eye - pinv @ jac) @ (_IK_NULLSPACE_GAIN * (rest - q))
+            # at most _IK_MAX_STEP rad per joint and iteration: far targets near a singularity
+            # otherwise throw the arm about
+            dq *= min(1.0, _IK_MAX_STEP / max(float(np.abs(dq).max()), 1e-12))
             q = np.clip(q + dq, lower, upper)
         return q
 
