@@ -930,6 +930,28 @@ class MuJoCoBackend(SimBackend):
         for name in arm.finger_joints:
             self.data.ctrl[joints[name].actuator] = width
 
+    def gripper_contacts(self) -> List[str]:
+        """What touches the fingers now: other body, normal force, distance (MuJoCo's contacts)."""
+        if self._arm is None:
+            return []
+        robot, _, links = self._arm
+        self._sync()
+        model, d = self.model, self.data
+        fingers = {links[n] for n in links if "finger" in n}
+        force = np.zeros(6)
+        lines = []
+        for i in range(d.ncon):
+            c = d.contact[i]
+            b1, b2 = int(model.geom_bodyid[c.geom1]), int(model.geom_bodyid[c.geom2])
+            for mine, other in ((b1, b2), (b2, b1)):
+                if mine in fingers:
+                    mujoco.mj_contactForce(model, d, i, force)
+                    name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, other) or f"body {other}"
+                    lines.append(f"{mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, mine)} touches {name}: "
+                                 f"normal force {force[0]:.1f} N, distance {c.dist * 1000:+.1f} mm")
+                    break
+        return lines
+
     def set_cart_force(self, force: float) -> None:
         """Latched horizontal force on the cart (N, +x): a MuJoCo ``motor`` actuator's control."""
         self.require(Capability.CART_FORCE)
