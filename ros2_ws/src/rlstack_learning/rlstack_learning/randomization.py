@@ -155,6 +155,7 @@ class MuJoCoDynamics:
             for robot, _, _ in sim._robots:
                 self._names[robot.name] = 0
         self._mass0 = model.body_mass.copy()
+        self._scratch = mujoco.MjData(model)
         self._friction0 = model.geom_friction[:, 0].copy()
 
     def body_named(self, name: str) -> int:
@@ -171,6 +172,11 @@ class MuJoCoDynamics:
                     model.body_mass[b] = self._mass0[b] * mass_factor.get(gid, 1.0)
                 for g in range(model.body_geomadr[b], model.body_geomadr[b] + model.body_geomnum[b]):
                     model.geom_friction[g, 0] = self._friction0[g] * friction_factor.get(gid, 1.0)
+        # MuJoCo derives constants from the masses (body_subtreemass, and the inverse weights that
+        # scale every constraint's softness): recompute them, or a cube made 30 % lighter keeps
+        # the contact impedance of the nominal one and a firm grasp can blow up. On scratch data:
+        # mj_setConst moves the state it is given to qpos0.
+        self._mj.mj_setConst(model, self._scratch)
 
     @property
     def bodies(self) -> List[int]:
