@@ -373,18 +373,21 @@ def test_grasp_and_lift_a_cube(scene_cache):
             out, link = m @ out, edges[link].parent
         return out[:3, 3]
 
-    def go_to(target, steps: int) -> None:
-        for _ in range(steps):
-            sim.set_end_effector_delta(*np.clip(np.asarray(target) - grasp_point(), -0.01, 0.01))
+    def go_to(target, max_steps: int = 300) -> None:   # 5 s at 60 Hz; the hand moves ~15-20 cm/s here
+        for _ in range(max_steps):
+            error = np.asarray(target) - grasp_point()
+            if np.linalg.norm(error) < 0.003:
+                break
+            sim.set_end_effector_delta(*np.clip(error, -0.01, 0.01))
             sim.step(1)
 
     cube0 = sim.ground_truth()["red_cube"].pose.position.copy()
-    go_to(cube0 + [0.0, 0.0, 0.08], 90)
-    go_to(cube0, 60)
+    go_to(cube0 + [0.0, 0.0, 0.08])
+    go_to(cube0)
     assert np.linalg.norm(grasp_point() - cube0) < 0.01
     sim.set_gripper(False)
     sim.step(30)
-    go_to(cube0 + [0.0, 0.0, 0.15], 60)
+    go_to(cube0 + [0.0, 0.0, 0.15], 90)
     cube = sim.ground_truth()["red_cube"].pose.position
     assert cube[2] - cube0[2] > 0.10, (cube0, cube)
     contacts = sim.gripper_contacts()

@@ -62,6 +62,13 @@ MUJOCO_SCENES: Tuple[str, ...] = PARTIAL_BACKEND_SCENES["mujoco"]
 #: against the joint's own inertia at build time (PyBullet's motors are near-rigid constraints).
 _SERVO_OMEGA = 60.0
 _SERVO_ZETA = 1.0
+#: Arm joint servos (PD on the joint's inertia at the ready pose, as above), identified against
+#: PyBullet's position motors on a 0.1 rad step of panda_joint1 (fraction done after 50/100/150 ms:
+#: PyBullet 0.69/0.91/0.98, these 0.64/0.90/0.98, both without overshoot). At 60 rad/s critically
+#: damped (the plate's servo) the arm overshot by 6 % (joint) and 11-17 % (a 1.5 cm end-effector
+#: step): torque saturation and the coupled joints cut the damping.
+_ARM_SERVO_OMEGA = 80.0
+_ARM_SERVO_ZETA = 2.0
 #: Arm IK (damped least squares): iterations, stop at this 6-D error, damping, null-space gain.
 _IK_ITERATIONS = 50
 _IK_TOLERANCE = 1e-4
@@ -446,8 +453,9 @@ class MuJoCoBackend(SimBackend):
                 kp = robot.arm.finger_force / _FINGER_FULL_FORCE_ERROR
                 kv = 2.0 * _SERVO_ZETA * math.sqrt(kp * inertia)
             else:
-                kp = inertia * _SERVO_OMEGA ** 2
-                kv = 2.0 * _SERVO_ZETA * inertia * _SERVO_OMEGA
+                omega, zeta = (_ARM_SERVO_OMEGA, _ARM_SERVO_ZETA) if robot.arm is not None else (_SERVO_OMEGA, _SERVO_ZETA)
+                kp = inertia * omega ** 2
+                kv = 2.0 * zeta * inertia * omega
             model.actuator_gainprm[jt.actuator, 0] = kp
             model.actuator_biasprm[jt.actuator, :3] = [0.0, -kp, -kv]
         self._robots = [(robot, joints, links)]
