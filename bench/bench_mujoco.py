@@ -1,14 +1,19 @@
 #!/usr/bin/env python3
 """Benchmark the MuJoCo SimBackend: against raw MuJoCo, and against the PyBullet backend.
 
-For every scene the MuJoCo backend builds (``cartpole``, ``ball_plate``), on the same loaded world:
+For every scene the MuJoCo backend builds (``cartpole``, ``ball_plate``, ``panda_table``, ``mobile_table``),
+on the same loaded world:
 
 * ``mujoco_raw_steps_per_s``: a bare ``mujoco.mj_step(model, data)`` loop (one call per physics step);
 * ``mujoco_backend_steps_per_s``: physics steps per second through ``SimBackend.step`` at the
   default 60 Hz control (4 physics steps per call), the way every caller drives it;
 * ``ratio_backend_over_raw``: the two above (target >= 0.9);
 * ``*_with_command_*``: the same with a command each control step (raw: one ``ctrl`` write;
-  backend: ``set_cart_force`` / ``set_plate_angles`` with their validation);
+  backend: ``set_cart_force`` / ``set_plate_angles`` / ``set_joint_targets`` of the 7 arm joints,
+  with their validation);
+* ``*_ee_steps_per_s`` (arm scenes): control steps per second of ``set_end_effector_delta`` (1 mm)
+  then ``step(1)``: IK (MuJoCo: damped least squares in Python; PyBullet: its C++ IK) plus the
+  interpolated joint targets, on both backends;
 * ``pybullet_backend_steps_per_s``: the PyBullet backend, same scene, same call pattern;
 * ``*_camera_fps``: ``camera_frame`` of the scene's camera (RGB + depth, 320x240) on both
   (MuJoCo: offscreen renderer under ``MUJOCO_GL``, EGL by default; PyBullet: TinyRenderer).
@@ -35,7 +40,7 @@ from sim_bridges.contract import Capability  # noqa: E402
 # the backend module picks MUJOCO_GL (EGL) before importing mujoco: import mujoco through it
 from sim_bridges.mujoco_backend.backend import mujoco  # noqa: E402
 
-SCENES = ("cartpole", "ball_plate")
+SCENES = ("cartpole", "ball_plate", "panda_table", "mobile_table")
 
 
 def _best_rate(fn, n: int, repeats: int) -> float:
@@ -50,7 +55,23 @@ def _best_rate(fn, n: int, repeats: int) -> float:
 def _command(sim):
     if Capability.CART_FORCE in sim.capabilities:
         return lambda: sim.set_cart_force(1.0)
-    return lambda: sim.set_plate_angles(0.01, -0.01)
+    if Capability.PLATE_ANGLES in sim.capabilities:
+        return lambda: sim.set_plate_angles(0.01, -0.01)
+    names = [n for n in sim.joint_names if n.startswith("panda_joint")]
+    hold = [float(v) for n, v in zip(sim.joint_names, sim.joint_state().position) if n in names]
+    return lambda: sim.set_joint_targets(names, hold)
+
+
+def _ee_rate(sim, n_control: int, repeats: int) -> float:
+    best = 0.0
+    for _ in range(repeats):
+        sim.reset(0)
+        t0 = time.perf_counter()
+        for i in range(n_control):
+            sim.set_end_effector_delta(0.001 if (i // 20) % 2 == 0 else -0.001, 0.0, 0.0)
+            sim.step(1)
+        best = max(best, n_control / (time.perf_counter() - t0))
+    return best
 
 
 def bench_scene(scene: str, n_steps: int, repeats: int, frames: int) -> dict:
@@ -64,8 +85,12 @@ def bench_scene(scene: str, n_steps: int, repeats: int, frames: int) -> dict:
         model, data = mj.model, mj.data
         mj_cmd, pb_cmd = _command(mj), _command(pb)
 
-        act = int(mj._cart[1].actuator) if mj._cart is not None else int(mj._position_joints[
-            mj._plate.plate_joints[0]].actuator)
+        if mj._cart is not None:
+            act = int(mj._cart[1].actuator)
+        elif mj._plate is not None:
+            act = int(mj._position_joints[mj._plate.plate_joints[0]].actuator)
+        else:
+            act = int(mj._position_joints["panda_joint1"].actuator)
 
         def raw(n: int) -> None:  # one mj_step call per physics step
             step = mujoco.mj_step
@@ -106,6 +131,9 @@ def bench_scene(scene: str, n_steps: int, repeats: int, frames: int) -> dict:
         out["ratio_with_command"] = round(rates["mujoco_backend_with_command_steps_per_s"]
                                           / rates["mujoco_raw_with_command_steps_per_s"], 3)
         out["mujoco_over_pybullet"] = round(rates["mujoco_backend_steps_per_s"] / rates["pybullet_backend_steps_per_s"], 2)
+        if Capability.END_EFFECTOR_DELTA in mj.capabilities:
+            for key, sim in (("mujoco_ee_steps_per_s", mj), ("pybullet_ee_steps_per_s", pb)):
+                out[key] = round(_ee_rate(sim, max(40, n_steps // (10 * k)), repeats), 1)
         for key, sim in (("mujoco_camera_fps", mj), ("pybullet_camera_fps", pb)):
             if not sim.camera_names:
                 out[key] = None
@@ -143,6 +171,10 @@ def main() -> int:
                     f"{r['mujoco_backend_with_command_steps_per_s']:,} / {r['ratio_with_command']:.3f} | "
                     f"{r['pybullet_backend_steps_per_s']:,} | "
                     f"{r['mujoco_over_pybullet']:.2f} | {r['mujoco_camera_fps']} | {r['pybullet_camera_fps']} |")
+    arm = [r for r in results if "mujoco_ee_steps_per_s" in r]
+    if arm:
+        rows += ["", "| scene | end-effector steps/s MuJoCo (DLS IK) | PyBullet (its IK) |", "|---|---|---|"]
+        rows += [f"| {r['scene']} | {r['mujoco_ee_steps_per_s']} | {r['pybullet_ee_steps_per_s']} |" for r in arm]
     print("\n".join(rows), file=sys.stderr)
     return 0
 

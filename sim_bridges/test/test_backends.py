@@ -19,7 +19,7 @@ def test_registry_names_both_engines():
     assert backend_names() == ("mujoco", "pybullet")
     assert set(available_backends()) == {"mujoco", "pybullet"}  # both are pinned in requirements/python.txt
     assert backend_scenes("pybullet") == scene_names()
-    assert set(backend_scenes("mujoco")) == {"cartpole", "ball_plate"}
+    assert set(backend_scenes("mujoco")) == {"cartpole", "ball_plate", "panda_table", "mobile_table"}
 
 
 def test_unknown_backend_is_one_line_listing_the_valid_ones():

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import operator
 import os
+import warnings
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -41,12 +42,13 @@ from ..contract import (  # noqa: E402
     NotSupported,
     ObjectState,
     OccupancyBox,
+    Odometry,
     Pose,
     SimBackend,
     Twist,
     physics_steps_per_control,
 )
-from ..geometry import matrix_to_quat, quat_multiply  # noqa: E402
+from ..geometry import diff_drive_wheel_speeds, matrix_to_quat, quat_multiply, quat_to_matrix  # noqa: E402
 from ..robots.spec import CameraSpec, RobotSpec  # noqa: E402
 from ..scenes import make_scene, scene_names  # noqa: E402
 from ..scenes.spec import ObjectSpec, SceneSpec  # noqa: E402
@@ -60,6 +62,29 @@ MUJOCO_SCENES: Tuple[str, ...] = PARTIAL_BACKEND_SCENES["mujoco"]
 #: against the joint's own inertia at build time (PyBullet's motors are near-rigid constraints).
 _SERVO_OMEGA = 60.0
 _SERVO_ZETA = 1.0
+#: Arm joint servos (PD on the joint's inertia at the ready pose, as above), identified against
+#: PyBullet's position motors on a 0.1 rad step of panda_joint1 (fraction done after 50/100/150 ms:
+#: PyBullet 0.69/0.91/0.98, these 0.64/0.90/0.98, both without overshoot). At 60 rad/s critically
+#: damped (the plate's servo) the arm overshot by 6 % (joint) and 11-17 % (a 1.5 cm end-effector
+#: step): torque saturation and the coupled joints cut the damping.
+_ARM_SERVO_OMEGA = 80.0
+_ARM_SERVO_ZETA = 2.0
+#: Arm IK (damped least squares): iterations, stop at this 6-D error, damping, null-space gain.
+_IK_ITERATIONS = 50
+_IK_TOLERANCE = 1e-4
+_IK_DAMPING = 0.01
+_IK_NULLSPACE_GAIN = 0.1
+_IK_MAX_STEP = 0.1
+#: As in the PyBullet backend: turning the Panda's last joint by +a turns the downward gripper by
+#: -a about the arm base's z; a wrist turn runs at this speed (rad/s).
+_WRIST_SIGN = -1.0
+_WRIST_TURN_SPEED = 2.0
+#: Wheel velocity servos: torque per rad/s of wheel speed error (N m s).
+_WHEEL_KV = 80.0
+#: Finger servos: full force this far (m) from the target; the finger joints' armature (kg)
+#: keeps that stiffness stable at 240 Hz (natural frequency ~120 rad/s with the finger's mass).
+_FINGER_FULL_FORCE_ERROR = 0.005
+_FINGER_ARMATURE = 0.3
 # Optical frame (z forward, y down) -> MuJoCo/OpenGL camera frame (looks down -z, y up): rotate
 # pi about x. As a quaternion (xyzw): (1, 0, 0, 0).
 _OPTICAL_TO_GL = np.array([1.0, 0.0, 0.0, 0.0])
@@ -136,8 +161,68 @@ def _urdf_info(text: str) -> Tuple[Dict[str, Tuple[float, float]], Dict[str, Dic
     return joints, contacts
 
 
-def _with_mujoco_compiler(text: str) -> str:
-    """Ask MuJoCo's URDF compiler to keep visuals and every link as its own body."""
+def _inertia_from_collision_boxes(model: Any, bodies: Sequence[int]) -> None:
+    """Each body's inertia = a solid box with the body's mass filling its collision geoms' bounding
+    box in the inertial frame: what PyBullet derives when a URDF's inertias are placeholders
+    (``RobotSpec.inertia_from_file=False``; Bullet's convex shapes use their bounding box). The
+    mass and centre of mass stay the URDF's."""
+    for b in bodies:
+        mass = float(model.body_mass[b])
+        if mass <= 0:
+            continue
+        pts = []
+        r_i = np.zeros(9)
+        mujoco.mju_quat2Mat(r_i, model.body_iquat[b])
+        r_i = r_i.reshape(3, 3)
+        for g in range(model.body_geomadr[b], model.body_geomadr[b] + model.body_geomnum[b]):
+            if not (model.geom_contype[g] or model.geom_conaffinity[g]):
+                continue
+            r_g = np.zeros(9)
+            mujoco.mju_quat2Mat(r_g, model.geom_quat[g])
+            r_g = r_g.reshape(3, 3)
+            if model.geom_type[g] == mujoco.mjtGeom.mjGEOM_MESH:
+                mid = model.geom_dataid[g]
+                v = model.mesh_vert[model.mesh_vertadr[mid]:model.mesh_vertadr[mid] + model.mesh_vertnum[mid]]
+            else:  # the geom's own local bounding box corners
+                c, h = model.geom_aabb[g, :3], model.geom_aabb[g, 3:]
+                v = c + h * (2 * np.array(list(np.ndindex(2, 2, 2))) - 1)
+            in_body = v @ r_g.T + model.geom_pos[g]
+            pts.append((in_body - model.body_ipos[b]) @ r_i)
+        if not pts:
+            continue
+        pts = np.concatenate(pts)
+        ex, ey, ez = pts.max(axis=0) - pts.min(axis=0)
+        model.body_inertia[b] = [mass / 12 * (ey ** 2 + ez ** 2), mass / 12 * (ex ** 2 + ez ** 2),
+                                 mass / 12 * (ex ** 2 + ey ** 2)]
+
+
+def _urdf_root(text: str) -> str:
+    """The URDF's root link (the one that is no joint's child)."""
+    root = ET.fromstring(text)
+    children = {j.find("child").get("link") for j in root.iter("joint")}
+    return next(link.get("name") for link in root.iter("link") if link.get("name") not in children)
+
+
+def _urdf_subtree(text: str, link: str) -> List[str]:
+    """``link`` and every URDF link below it."""
+    children: Dict[str, List[str]] = {}
+    for j in ET.fromstring(text).iter("joint"):
+        children.setdefault(j.find("parent").get("link"), []).append(j.find("child").get("link"))
+    out, todo = [], [link]
+    while todo:
+        name = todo.pop()
+        out.append(name)
+        todo.extend(children.get(name, []))
+    return out
+
+
+def _with_mujoco_compiler(text: str, urdf_dir: Optional[str] = None) -> str:
+    """Ask MuJoCo's URDF compiler to keep visuals and every link as its own body.
+
+    ``package://`` mesh paths (the Panda's) are resolved against ``urdf_dir``, as PyBullet does.
+    """
+    if urdf_dir is not None:
+        text = text.replace("package://", urdf_dir.rstrip("/") + "/")
     root = ET.fromstring(text)
     for old in root.findall("mujoco"):
         root.remove(old)
@@ -195,6 +280,14 @@ class MuJoCoBackend(SimBackend):
         self._camera_reason = ""
         self._cart: Optional[Tuple[RobotSpec, _Joint]] = None
         self._plate: Optional[RobotSpec] = None
+        self._arm: Optional[Tuple[RobotSpec, Dict[str, _Joint], Dict[str, int]]] = None
+        self._mobile: Optional[Tuple[RobotSpec, _Joint, _Joint, int]] = None   # spec, wheels, base body
+        self._ik_data: Optional[Any] = None
+        self._ee_yaw = 0.0   # latched wrist yaw (set_end_effector_yaw); 0 after a reset
+        # end-effector step being interpolated: (actuators, start, goal, n, k)
+        self._arm_ramp: Optional[List[Any]] = None
+        # wrist turn at a bounded speed: (actuator, goal)
+        self._wrist_turn: Optional[Tuple[int, float]] = None
         self._physics_steps = 0
         self._dirty = False
         self._qadr = np.zeros(0, dtype=np.int64)
@@ -228,17 +321,32 @@ class MuJoCoBackend(SimBackend):
         robot = spec.robots[0]
         text = robot.urdf_text if robot.urdf_text is not None else open(robot.urdf_path, encoding="utf-8").read()
         urdf_joints, urdf_contacts = _urdf_info(text)
-        ms = mujoco.MjSpec.from_string(_with_mujoco_compiler(text))
+        urdf_dir = os.path.dirname(robot.urdf_path) if robot.urdf_path is not None else None
+        ms = mujoco.MjSpec.from_string(_with_mujoco_compiler(text, urdf_dir))
         ms.option.timestep = 1.0 / self._physics_rate_hz
         ms.option.integrator = self._integrator
         ms.option.gravity = [0.0, 0.0, -spec.gravity]
         ms.visual.headlight.ambient = [0.4, 0.4, 0.4]
         ms.visual.headlight.diffuse = [0.6, 0.6, 0.6]
+        # a ceiling light (directional, straight down, no shadows) besides the camera headlight:
+        # top faces seen at a slant were ~20 % darker than in PyBullet's renderer without it
+        ms.worldbody.add_light(name="ceiling", type=mujoco.mjtLightType.mjLIGHT_DIRECTIONAL, castshadow=False, pos=[0, 0, 5],
+                               dir=[0, 0, -1], diffuse=[0.3, 0.3, 0.3], specular=[0, 0, 0])
+        if robot.arm is not None:
+            # an arm's joint controller compensates gravity (as Franka's does; PyBullet's
+            # position motors are near-rigid constraints that hold the arm up by themselves)
+            for name in _urdf_subtree(text, robot.arm.base_link):
+                ms.body(name).gravcomp = 1.0
+            # the gripper's drive reflects its motor inertia onto the fingers: a stiff finger
+            # servo (full force 5 mm off target, as PyBullet's motors push a blocked finger
+            # with their force limit) is then stable at the physics rate
+            for name in robot.arm.finger_joints:
+                ms.joint(name).armature = _FINGER_ARMATURE
         root = ms.worldbody.first_body()
         root.pos = list(robot.base_pose.position)
         root.quat = _wxyz(robot.base_pose.orientation)
         if not robot.fixed_base:
-            raise ValueError(f"mujoco backend: mobile robot '{robot.name}' is not supported yet")
+            root.add_freejoint(name=f"{robot.name}_base_free")
         # URDF contact blocks (PyBullet extension) -> geom friction on that link's collision geoms
         for body in ms.bodies:
             c = urdf_contacts.get(body.name)
@@ -249,6 +357,17 @@ class MuJoCoBackend(SimBackend):
                         # so the ball's own values then apply)
                         geom.friction = [c.get("lateral_friction", 1.0), c.get("spinning_friction", 0.0),
                                          c.get("rolling_friction", 0.0)]
+                        # a contact has the larger condim of its two geoms: torsional friction
+                        # (4) / rolling friction (6) only act where a geom asks for them
+                        if geom.friction[2] > 0:
+                            geom.condim = 6
+                        elif geom.friction[1] > 0:
+                            geom.condim = 4
+                        elif geom.friction[0] == 0:
+                            # frictionless (the base's casters): MuJoCo takes the larger friction
+                            # of a geom pair, so this geom's must win (priority) and be frictionless
+                            geom.condim = 1
+                            geom.priority = 1
         # URDF visuals come with group 1 collisions off; MuJoCo compiles URDF collision geoms as
         # contype/conaffinity 1 and visuals as 0/0, which is what we want.
         if spec.ground_plane:
@@ -263,6 +382,16 @@ class MuJoCoBackend(SimBackend):
             ms.add_actuator(name="cart_force", target=robot.cart_joint,
                             trntype=mujoco.mjtTrn.mjTRN_JOINT, ctrllimited=mujoco.mjtLimited.mjLIMITED_TRUE,
                             ctrlrange=[-robot.cart_max_force, robot.cart_max_force], gear=[1, 0, 0, 0, 0, 0])
+        if robot.diff_drive is not None:
+            dd = robot.diff_drive
+            for jname in (dd.left_wheel_joint, dd.right_wheel_joint):
+                # a stiff velocity servo (damping implicit in implicitfast), torque-limited as
+                # PyBullet's velocity motor: full torque 0.5 rad/s off the commanded wheel speed
+                ms.add_actuator(name=f"wheel_{jname}", target=jname, trntype=mujoco.mjtTrn.mjTRN_JOINT,
+                                gaintype=mujoco.mjtGain.mjGAIN_FIXED, biastype=mujoco.mjtBias.mjBIAS_AFFINE,
+                                gainprm=[_WHEEL_KV] + [0] * 9, biasprm=[0, 0, -_WHEEL_KV] + [0] * 7,
+                                forcelimited=mujoco.mjtLimited.mjLIMITED_TRUE,
+                                forcerange=[-dd.wheel_torque, dd.wheel_torque])
         for jname in robot.position_joints:
             effort = urdf_joints.get(jname, (math.inf, math.inf))[1]
             act = ms.add_actuator(name=f"servo_{jname}", target=jname, trntype=mujoco.mjtTrn.mjTRN_JOINT)
@@ -274,7 +403,9 @@ class MuJoCoBackend(SimBackend):
                 act.forcerange = [-effort, effort]
         for cam in spec.all_cameras:
             self._add_camera(ms, cam)
-        model = ms.compile()
+        with warnings.catch_warnings():   # the Panda's visual .obj files lack some texture coordinates
+            warnings.filterwarnings("ignore", message=".*texture coordinate.*")
+            model = ms.compile()
         data = mujoco.MjData(model)
         self.model, self.data = model, data
         self._spec = spec
@@ -304,15 +435,27 @@ class MuJoCoBackend(SimBackend):
         for name in robot.position_joints + robot.passive_joints:
             if name not in joints:
                 raise ValueError(f"robot '{robot.name}': no movable joint '{name}'")
+        if not robot.inertia_from_file:
+            _inertia_from_collision_boxes(model, [links[n] for n in links])
+            mujoco.mj_setConst(model, data)
+        if robot.arm is not None and robot.arm.fingers_coupled is False:
+            model.eq_active0[:] = 0   # the URDF's <mimic> fingers compile to one joint equality
+            data.eq_active[:] = 0
         # servo gains from the effective inertia at the initial pose (M diagonal + armature)
         mujoco.mj_forward(model, data)
         mass = np.zeros((model.nv, model.nv))
         mujoco.mj_fullM(model, data, mass)  # MuJoCo >= 3.3 signature (m, d, dst)
+        fingers = set(robot.arm.finger_joints) if robot.arm is not None else set()
         for jname in robot.position_joints:
             jt = joints[jname]
             inertia = float(mass[jt.dadr, jt.dadr])
-            kp = inertia * _SERVO_OMEGA ** 2
-            kv = 2.0 * _SERVO_ZETA * inertia * _SERVO_OMEGA
+            if jname in fingers:
+                kp = robot.arm.finger_force / _FINGER_FULL_FORCE_ERROR
+                kv = 2.0 * _SERVO_ZETA * math.sqrt(kp * inertia)
+            else:
+                omega, zeta = (_ARM_SERVO_OMEGA, _ARM_SERVO_ZETA) if robot.arm is not None else (_SERVO_OMEGA, _SERVO_ZETA)
+                kp = inertia * omega ** 2
+                kv = 2.0 * zeta * inertia * omega
             model.actuator_gainprm[jt.actuator, 0] = kp
             model.actuator_biasprm[jt.actuator, :3] = [0.0, -kp, -kv]
         self._robots = [(robot, joints, links)]
@@ -323,8 +466,15 @@ class MuJoCoBackend(SimBackend):
         self._position_joints = {n: joints[n] for n in robot.position_joints}
         if robot.cart_joint is not None:
             self._cart = (robot, joints[robot.cart_joint])
+        if robot.diff_drive is not None:
+            dd = robot.diff_drive
+            self._mobile = (robot, joints[dd.left_wheel_joint], joints[dd.right_wheel_joint],
+                            links[_urdf_root(text)])
         if robot.plate_joints is not None:
             self._plate = robot
+        if robot.arm is not None:
+            self._arm = (robot, joints, links)
+            self._ik_data = mujoco.MjData(model)
         caps = set(spec.capabilities)
         if Capability.CAMERA in caps:
             ok, reason = renderer_status()
@@ -428,6 +578,9 @@ class MuJoCoBackend(SimBackend):
             # latch "hold still": servo targets = initial positions, cart force 0
             for name in robot.position_joints:
                 data.ctrl[joints[name].actuator] = state[name][0]
+        self._ee_yaw = 0.0
+        self._arm_ramp = None
+        self._wrist_turn = None
         poses = self._spec.sample_object_poses(rng) if self._spec.sample_object_poses else {}
         for name, obj in self._objects.items():
             pose = poses.get(name, obj.spec.pose)
@@ -447,7 +600,10 @@ class MuJoCoBackend(SimBackend):
         if n_control_steps < 0:
             raise ValueError(f"n_control_steps must be >= 0, got {n_control_steps}")
         n = n_control_steps * self._substeps
-        if n:
+        if n and (self._arm_ramp is not None or self._wrist_turn is not None):
+            self._step_arm_ramp(n)
+            self._dirty = True
+        elif n:
             mujoco.mj_step(self.model, self.data, n)
             # mj_step leaves positions-derived quantities (xpos, cam_xpos, cvel) at the state
             # *before* its last integration; they are recomputed on demand by _sync()
@@ -522,8 +678,39 @@ class MuJoCoBackend(SimBackend):
                 raise ValueError(
                     f"target {target:.6g} for joint '{name}' outside limits [{joint.lower:.6g}, {joint.upper:.6g}]")
             joints.append(joint)
+        if self._arm is not None:   # a direct target replaces an arm step / wrist turn under way
+            acts = {j.actuator for j in joints}
+            if self._arm_ramp is not None and acts & set(self._arm_ramp[0].tolist()):
+                self._arm_ramp = None
+            if self._wrist_turn is not None and self._wrist_turn[0] in acts:
+                self._wrist_turn = None
         for joint, target in zip(joints, targets):
             self.data.ctrl[joint.actuator] = float(target)
+
+    # ------------------------------------------------------------ mobile base
+    def set_base_velocity(self, linear_x: float, angular_z: float) -> None:
+        """Diff-drive command: wheel speed servos; above the wheel speed limit both are scaled
+        down together (keeping the path curvature), as in PyBullet."""
+        self.require(Capability.BASE_VELOCITY)
+        if not (math.isfinite(linear_x) and math.isfinite(angular_z)):
+            raise ValueError(f"base velocity must be finite, got ({linear_x}, {angular_z})")
+        robot, left_j, right_j, _ = self._mobile
+        dd = robot.diff_drive
+        left, right = diff_drive_wheel_speeds(float(linear_x), float(angular_z), dd.wheel_radius, dd.track_width)
+        scale = max(1.0, abs(left) / dd.max_wheel_speed, abs(right) / dd.max_wheel_speed)
+        self.data.ctrl[left_j.actuator] = left / scale
+        self.data.ctrl[right_j.actuator] = right / scale
+
+    def base_odometry(self) -> Odometry:
+        """Ground-truth odometry of ``base_link`` (``odom`` = world); twist in ``base_link``."""
+        self.require(Capability.BASE_VELOCITY)
+        self._sync()
+        _, _, _, b = self._mobile
+        d = self.data
+        vel = np.zeros(6)
+        mujoco.mj_objectVelocity(self.model, d, mujoco.mjtObj.mjOBJ_XBODY, b, vel, 1)   # [ang, lin] in base_link
+        return Odometry(stamp=self.sim_time, pose=Pose(d.xpos[b].copy(), _xyzw(d.xquat[b])),
+                        twist=Twist(vel[3:].copy(), vel[:3].copy()))
 
     # ---------------------------------------------------------------- cameras
     @property
@@ -581,7 +768,8 @@ class MuJoCoBackend(SimBackend):
                 parent = int(model.body_parentid[b])
                 pos_c, q_c = d.xpos[b], _xyzw(d.xquat[b])
                 if parent == 0:
-                    out.append(LinkTransform("world", name, Pose(pos_c, q_c)))
+                    if robot.fixed_base:   # a mobile base's root is placed by base_odometry()
+                        out.append(LinkTransform("world", name, Pose(pos_c, q_c)))
                     continue
                 pname = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, parent)
                 r_p = d.xmat[parent].reshape(3, 3)
@@ -630,6 +818,148 @@ class MuJoCoBackend(SimBackend):
         return list(self._spec.occupancy)
 
     # ------------------------------------------------- optional robot features
+    def set_end_effector_delta(self, dx: float, dy: float, dz: float) -> None:
+        """Move the grasp point by ``(dx, dy, dz)`` m in the arm base frame (see the contract).
+
+        MuJoCo has no IK: damped least squares on ``mj_jacBody`` (position and orientation: the
+        gripper points down, turned by the latched wrist yaw), with a null-space pull towards the
+        ready pose as PyBullet's IK has, joint values clipped to the limits after every iteration.
+        The new targets are interpolated over the next control period (as in PyBullet).
+        """
+        self.require(Capability.END_EFFECTOR_DELTA)
+        delta = np.array([dx, dy, dz], dtype=np.float64)
+        if not np.all(np.isfinite(delta)):
+            raise ValueError(f"end-effector delta must be finite, got {delta.tolist()}")
+        robot, joints, links = self._arm
+        arm = robot.arm
+        self._sync()
+        model, d = self.model, self.data
+        base_b, ee_b = links[arm.base_link], links[arm.ee_link]
+        target = d.xpos[ee_b] + d.xmat[base_b].reshape(3, 3) @ delta
+        turn = (0.0, 0.0, math.sin(self._ee_yaw / 2), math.cos(self._ee_yaw / 2))
+        target_q = np.array(_wxyz(quat_multiply(_xyzw(d.xquat[base_b]), quat_multiply(turn, arm.ee_down))))
+        arm_joints = [joints[n] for n in arm.joints]
+        goal = self._solve_ik(arm_joints, ee_b, target, target_q, robot.initial_positions)
+        acts = np.array([j.actuator for j in arm_joints], dtype=np.int64)
+        ramp = self._arm_ramp
+        if ramp is not None:   # chain on from where the last step's interpolation got to
+            start = ramp[1] + (ramp[2] - ramp[1]) * (ramp[4] / ramp[3])
+        else:
+            start = d.qpos[[j.qadr for j in arm_joints]].copy()
+        self._arm_ramp = [acts, start, goal, max(1, self._substeps), 0]
+        self._wrist_turn = None
+
+    def _solve_ik(self, arm_joints: List[_Joint], ee_b: int, target: np.ndarray, target_q: np.ndarray,
+                  initial: Dict[str, float]) -> np.ndarray:
+        model, ik = self.model, self._ik_data
+        qadr = [j.qadr for j in arm_joints]
+        dadr = [j.dadr for j in arm_joints]
+        lower = np.array([j.lower if math.isfinite(j.lower) else -2 * math.pi for j in arm_joints])
+        upper = np.array([j.upper if math.isfinite(j.upper) else 2 * math.pi for j in arm_joints])
+        rest = np.array([initial.get(j.name, 0.0) for j in arm_joints])
+        rest[-1] += _WRIST_SIGN * self._ee_yaw   # a turned wrist has its rest turned with it
+        ik.qpos[:] = self.data.qpos
+        q = ik.qpos[qadr].copy()
+        jacp, jacr = np.zeros((3, model.nv)), np.zeros((3, model.nv))
+        rot_err, cur_mat = np.zeros(3), np.zeros(9)
+        eye = np.eye(len(q))
+        for _ in range(_IK_ITERATIONS):
+            ik.qpos[qadr] = q
+            mujoco.mj_kinematics(model, ik)
+            mujoco.mj_comPos(model, ik)
+            pos_err = target - ik.xpos[ee_b]
+            mujoco.mju_subQuat(rot_err, target_q, ik.xquat[ee_b])   # in the current ee frame
+            err = np.concatenate([pos_err, ik.xmat[ee_b].reshape(3, 3) @ rot_err])
+            if np.linalg.norm(err) < _IK_TOLERANCE:
+                break
+            mujoco.mj_jacBody(model, ik, jacp, jacr, ee_b)
+            jac = np.vstack([jacp[:, dadr], jacr[:, dadr]])
+            pinv = jac.T @ np.linalg.inv(jac @ jac.T + _IK_DAMPING ** 2 * np.eye(6))
+            dq = pinv @ err + (eye - pinv @ jac) @ (_IK_NULLSPACE_GAIN * (rest - q))
+            # at most _IK_MAX_STEP rad per joint and iteration: far targets near a singularity
+            # otherwise throw the arm about
+            dq *= min(1.0, _IK_MAX_STEP / max(float(np.abs(dq).max()), 1e-12))
+            q = np.clip(q + dq, lower, upper)
+        return q
+
+    def set_end_effector_yaw(self, yaw: float) -> None:
+        """Latch the wrist yaw (see the contract): the last arm joint turns to it at a bounded
+        speed (as in PyBullet), the other arm joints hold where they are."""
+        self.require(Capability.END_EFFECTOR_DELTA)
+        yaw = float(yaw)
+        if not (math.isfinite(yaw) and abs(yaw) <= math.pi / 2 + 1e-9):
+            raise ValueError(f"end-effector yaw must be finite and within +-pi/2 rad, got {yaw}")
+        robot, joints, _ = self._arm
+        arm_joints = [joints[n] for n in robot.arm.joints]
+        self._sync()
+        turn = yaw - self._measured_ee_yaw()
+        positions = self.data.qpos[[j.qadr for j in arm_joints]].copy()
+        wrist = arm_joints[-1]
+        goal = min(max(positions[-1] + _WRIST_SIGN * turn, wrist.lower), wrist.upper)
+        self._ee_yaw = yaw
+        self._arm_ramp = None
+        for j, pos in zip(arm_joints[:-1], positions[:-1]):
+            self.data.ctrl[j.actuator] = pos
+        self._wrist_turn = (wrist.actuator, float(goal))
+
+    def _measured_ee_yaw(self) -> float:
+        robot, _, links = self._arm
+        arm = robot.arm
+        d = self.data
+        q_base, q_ee = _xyzw(d.xquat[links[arm.base_link]]), _xyzw(d.xquat[links[arm.ee_link]])
+        rel = quat_multiply(q_base * np.array([-1, -1, -1, 1]), q_ee)
+        turn = quat_multiply(rel, np.asarray(arm.ee_down) * np.array([-1, -1, -1, 1]))
+        m = quat_to_matrix(turn)
+        return math.atan2(m[1, 0], m[0, 0])
+
+    def _step_arm_ramp(self, n: int) -> None:
+        """Physics steps one at a time while an end-effector step or a wrist turn is under way."""
+        model, d = self.model, self.data
+        max_turn = _WRIST_TURN_SPEED / self._physics_rate_hz
+        for _ in range(n):
+            ramp = self._arm_ramp
+            if ramp is not None and ramp[4] < ramp[3]:
+                ramp[4] += 1
+                d.ctrl[ramp[0]] = ramp[1] + (ramp[2] - ramp[1]) * (ramp[4] / ramp[3])
+            if self._wrist_turn is not None:
+                act, goal = self._wrist_turn
+                now = float(d.ctrl[act])
+                d.ctrl[act] = now + min(max(goal - now, -max_turn), max_turn)
+                if d.ctrl[act] == goal:
+                    self._wrist_turn = None
+            mujoco.mj_step(model, d)
+
+    def set_gripper(self, open: bool) -> None:  # noqa: A002
+        """Both finger servos to the open / closed width (force limit: the URDF's finger effort)."""
+        self.require(Capability.GRIPPER)
+        robot, joints, _ = self._arm
+        arm = robot.arm
+        width = arm.finger_open if open else arm.finger_closed
+        for name in arm.finger_joints:
+            self.data.ctrl[joints[name].actuator] = width
+
+    def gripper_contacts(self) -> List[str]:
+        """What touches the fingers now: other body, normal force, distance (MuJoCo's contacts)."""
+        if self._arm is None:
+            return []
+        robot, _, links = self._arm
+        self._sync()
+        model, d = self.model, self.data
+        fingers = {links[n] for n in links if "finger" in n}
+        force = np.zeros(6)
+        lines = []
+        for i in range(d.ncon):
+            c = d.contact[i]
+            b1, b2 = int(model.geom_bodyid[c.geom1]), int(model.geom_bodyid[c.geom2])
+            for mine, other in ((b1, b2), (b2, b1)):
+                if mine in fingers:
+                    mujoco.mj_contactForce(model, d, i, force)
+                    name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, other) or f"body {other}"
+                    lines.append(f"{mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, mine)} touches {name}: "
+                                 f"normal force {force[0]:.1f} N, distance {c.dist * 1000:+.1f} mm")
+                    break
+        return lines
+
     def set_cart_force(self, force: float) -> None:
         """Latched horizontal force on the cart (N, +x): a MuJoCo ``motor`` actuator's control."""
         self.require(Capability.CART_FORCE)

@@ -155,6 +155,7 @@ class MuJoCoDynamics:
             for robot, _, _ in sim._robots:
                 self._names[robot.name] = 0
         self._mass0 = model.body_mass.copy()
+        self._scratch = mujoco.MjData(model)
         self._friction0 = model.geom_friction[:, 0].copy()
 
     def body_named(self, name: str) -> int:
@@ -171,6 +172,11 @@ class MuJoCoDynamics:
                     model.body_mass[b] = self._mass0[b] * mass_factor.get(gid, 1.0)
                 for g in range(model.body_geomadr[b], model.body_geomadr[b] + model.body_geomnum[b]):
                     model.geom_friction[g, 0] = self._friction0[g] * friction_factor.get(gid, 1.0)
+        # MuJoCo derives constants from the masses (body_subtreemass, and the inverse weights that
+        # scale every constraint's softness): recompute them, or a cube made 30 % lighter keeps
+        # the contact impedance of the nominal one and a firm grasp can blow up. On scratch data:
+        # mj_setConst moves the state it is given to qpos0.
+        self._mj.mj_setConst(model, self._scratch)
 
     @property
     def bodies(self) -> List[int]:
@@ -185,3 +191,12 @@ class MuJoCoDynamics:
         data.qvel[dof:dof + 3] = np.asarray(linear, dtype=float)
         data.qvel[dof + 3:dof + 6] = r.T @ np.asarray(angular, dtype=float)
         self._mj.mj_forward(model, data)
+
+    def link_position(self, body: int, link_name: str) -> "np.ndarray":
+        """World position of a link frame (a URDF link is a MuJoCo body of the same name)."""
+        sim = self._sim
+        b = self._mj.mj_name2id(sim.model, self._mj.mjtObj.mjOBJ_BODY, link_name)
+        if b < 0 or self._groups.get(body) is None or b not in self._groups[body]:
+            raise KeyError(f"no link named '{link_name}'")
+        sim._sync()
+        return sim.data.xpos[b].copy()
