@@ -181,10 +181,11 @@ class RllibPolicy:
                 if discrete:
                     return torch.argmax(logits, dim=1)
                 mean = logits[:, :n_act]   # (mean, log_std): a static slice keeps the ONNX shape known
-                if dist_name == "TorchSquashedGaussian":   # SAC: tanh-squashed into [-1, 1] (RLlib's low/high)
-                    mean = torch.tanh(mean)
+                # SAC too: RLlib's TorchSquashedGaussian.to_deterministic() is the loc *before* tanh, and the
+                # env runner sends it through unsquash + clip like PPO's (docs/scaling.md)
                 a = self.low + (mean + 1.0) * (self.high - self.low) / 2.0    # RLlib's unsquash_action
-                return torch.maximum(torch.minimum(a, self.high), self.low)
+                # a constant-shape reshape: ONNX then declares (batch, n_act), as the bundle validator checks
+                return torch.maximum(torch.minimum(a, self.high), self.low).reshape(-1, n_act)
 
         if dist_name not in ("TorchDiagGaussian", "TorchSquashedGaussian", "TorchCategorical"):
             raise ValueError(f"don't know how to export an RLModule with {dist_name} actions")
@@ -236,7 +237,7 @@ def policy_from_dir(path: str) -> RllibPolicy:
 
     if read_model_dir(path) is None:
         raise FileNotFoundError(f"{path}: not a complete model folder (missing/corrupt manifest.json or files)")
-    ck = os.path.join(path, "rllib")
+    ck = os.path.join(os.path.abspath(path), "rllib")   # RLlib reads paths as URIs: relative ones fail
     module = RLModule.from_checkpoint(os.path.join(ck, "learner_group", "learner", "rl_module", "default_policy"))
     fpath = os.path.join(ck, "env_runner", "env_to_module_connector", "MeanStdFilter", "state.pkl")
     fstate = None
@@ -250,7 +251,7 @@ def policy_from_dir(path: str) -> RllibPolicy:
 def save_algo_dir(final: str, algo, timesteps: int, extra: Optional[Dict[str, Any]] = None) -> None:
     """An RLlib checkpoint under ``<final>/rllib`` + manifest (SHA-256 of every file), atomically."""
     with staged_dir(final) as tmp:
-        algo.save_to_path(os.path.join(tmp, "rllib"))
+        algo.save_to_path(os.path.join(os.path.abspath(tmp), "rllib"))
         files = {}
         for root, _, names in os.walk(tmp):
             for n in sorted(names):
@@ -274,6 +275,8 @@ def train_ray(cfg: TrainConfig, run_dir: str, resume: bool = False, env_runners:
     from .evaluate import run_episodes
     from rlstack_common.ray_cluster import init_ray
 
+    if cfg.algo not in RAY_ALGOS:   # before Ray starts
+        raise ConfigError(f"algo: the Ray backend trains {', '.join(RAY_ALGOS)}; got {cfg.algo!r}")
     torch.set_num_threads(1)
     wall0 = time.perf_counter()
     os.makedirs(run_dir, exist_ok=True)
@@ -294,7 +297,7 @@ def train_ray(cfg: TrainConfig, run_dir: str, resume: bool = False, env_runners:
     state = {"best": None, "streak": 0, "last_ckpt": 0, "last_eval": 0, "stopped_early": False}
     wall_before, steps = 0.0, 0
     if ckpt:
-        algo.restore_from_path(os.path.join(ckpt, "rllib"))
+        algo.restore_from_path(os.path.join(os.path.abspath(ckpt), "rllib"))
         steps = int(manifest["timesteps"])
         wall_before = float(manifest.get("wall_time_s", 0.0))
         state.update(best=manifest.get("best"), streak=manifest.get("streak", 0), last_ckpt=steps,
