@@ -25,18 +25,17 @@ def measure(cfg, runners: int, iters: int) -> dict:
     try:
         algo.train()                                    # warm-up: actors started, first sync
         steps0 = None
-        t0 = time.perf_counter()
+        t0 = time.perf_counter()   # the timed iterations start here
         sample_s = learn_s = sync_s = 0.0
         for _ in range(iters):
             r = algo.train()
-            if steps0 is None:
+            if steps0 is None:   # lifetime steps before the first timed iteration
                 steps0 = r["num_env_steps_sampled_lifetime"] - r["env_runners"]["num_env_steps_sampled"]
-                t0_iter = t0
             timers = r.get("timers", {})
             sample_s += float(timers.get("env_runner_sampling_timer", 0.0))
             learn_s += float(timers.get("learner_update_timer", 0.0))
             sync_s += float(timers.get("synch_weights", 0.0))
-        wall = time.perf_counter() - t0_iter
+        wall = time.perf_counter() - t0
         steps = r["num_env_steps_sampled_lifetime"] - steps0
     finally:
         algo.stop()

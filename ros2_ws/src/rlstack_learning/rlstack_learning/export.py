@@ -165,8 +165,6 @@ def _first_sentence(doc: Optional[str]) -> str:
 
 def export_run(run_dir: str, dest: str, which: str = "best", episodes: int = 100, progress: bool = True,
                bundle_name: Optional[str] = None) -> Dict[str, Any]:
-    from .provenance import git_commit, machine_info
-
     with open(os.path.join(run_dir, "config.yaml")) as f:
         cfg = yaml.safe_load(f)
     summary = {}

@@ -322,6 +322,10 @@ def _main_ray(args: argparse.Namespace, cfg: TrainConfig, run_dir: str) -> int:
     except (RayUnavailable, ConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"[train] interrupted: continue with --resume {run_dir} (from its newest complete checkpoint)",
+              file=sys.stderr, flush=True)
+        return 130
     finally:
         shutdown()
     return 0
