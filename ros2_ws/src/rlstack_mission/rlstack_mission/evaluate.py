@@ -164,7 +164,7 @@ def main(argv=None) -> int:
     print(json.dumps(summary, indent=1))
     if interrupted:
         return 130
-    return 0 if episodes and len(ok) == len(episodes) else 1
+    return 0 if episodes and summary["succeeded"] == len(episodes) else 1
 
 
 # ---------------------------------------------------------------------------- sharded over Ray
