@@ -89,7 +89,8 @@ if [ "$PROFILE" = robot ]; then
   REQS=("$ROOT/requirements/robot.txt")
   NODEPS="$ROOT/requirements/robot-nodeps.txt"
 else
-  REQS=("$ROOT/requirements/python.txt" "$ROOT/requirements/learning.txt" "$ROOT/requirements/perception.txt")
+  REQS=("$ROOT/requirements/python.txt" "$ROOT/requirements/learning.txt" "$ROOT/requirements/perception.txt"
+        "$ROOT/requirements/scale.txt")
   NODEPS="$ROOT/requirements/nodeps.txt"
 fi
 [ "$MODE" = wheels ] && REQS+=("$ROOT/requirements/ros.txt")

@@ -28,15 +28,13 @@ def wilson_lower(successes: int, n: int, z: float = 1.96) -> float:
     return max(0.0, (centre - margin) / denom)
 
 
-def run_episodes(env: gym.Env, policy: Policy, seeds: Sequence[int], frames: Optional[List[np.ndarray]] = None,
-                 progress: bool = False) -> Dict[str, Any]:
-    """Play one episode per seed; return per-episode and summary statistics.
+def play_episodes(env: gym.Env, policy: Policy, seeds: Sequence[int], frames: Optional[List[np.ndarray]] = None,
+                  progress: bool = False) -> List[Dict[str, Any]]:
+    """Play one episode per seed; one record ``{seed, return, length, success}`` per episode.
 
     ``frames``: if given, ``env.render()`` of every step of the *first* episode is appended.
     """
-    returns, lengths, successes = [], [], []
-    failed_seeds: List[int] = []
-    t0 = time.perf_counter()
+    records: List[Dict[str, Any]] = []
     iterator = seeds
     if progress:
         from tqdm import tqdm
@@ -53,26 +51,41 @@ def run_episodes(env: gym.Env, policy: Policy, seeds: Sequence[int], frames: Opt
             done = terminated or truncated
             if frames is not None and k == 0:
                 frames.append(env.render())
-        ok = bool(info.get("is_success", False))
-        returns.append(ret)
-        lengths.append(n)
-        successes.append(ok)
-        if not ok:
-            failed_seeds.append(int(seed))
-    n_ok = int(sum(successes))
+        records.append({"seed": int(seed), "return": float(ret), "length": n,
+                        "success": bool(info.get("is_success", False))})
+    return records
+
+
+def summarize_episodes(records: Sequence[Dict[str, Any]], wall_time_s: float) -> Dict[str, Any]:
+    """Summary statistics of episode records (in seed order), as :func:`run_episodes` returns them."""
+    returns = [r["return"] for r in records]
+    lengths = [r["length"] for r in records]
+    n_ok = int(sum(r["success"] for r in records))
+    seeds = [r["seed"] for r in records]
     return {
-        "episodes": len(seeds),
-        "seeds": {"first": int(seeds[0]), "last": int(seeds[-1]), "count": len(seeds)} if len(seeds) else {},
-        "success_rate": n_ok / max(1, len(seeds)),
+        "episodes": len(records),
+        "seeds": {"first": int(seeds[0]), "last": int(seeds[-1]), "count": len(seeds)} if seeds else {},
+        "success_rate": n_ok / max(1, len(records)),
         "successes": n_ok,
-        "success_rate_wilson95_lower": round(wilson_lower(n_ok, len(seeds)), 4),
+        "success_rate_wilson95_lower": round(wilson_lower(n_ok, len(records)), 4),
         "mean_return": float(np.mean(returns)) if returns else 0.0,
         "std_return": float(np.std(returns)) if returns else 0.0,
         "mean_length": float(np.mean(lengths)) if lengths else 0.0,
         "min_length": int(np.min(lengths)) if lengths else 0,
-        "failed_seeds": failed_seeds[:20],
-        "wall_time_s": round(time.perf_counter() - t0, 2),
+        "failed_seeds": [r["seed"] for r in records if not r["success"]][:20],
+        "wall_time_s": round(wall_time_s, 2),
     }
+
+
+def run_episodes(env: gym.Env, policy: Policy, seeds: Sequence[int], frames: Optional[List[np.ndarray]] = None,
+                 progress: bool = False) -> Dict[str, Any]:
+    """Play one episode per seed; return per-episode and summary statistics.
+
+    ``frames``: if given, ``env.render()`` of every step of the *first* episode is appended.
+    """
+    t0 = time.perf_counter()
+    records = play_episodes(env, policy, seeds, frames=frames, progress=progress)
+    return summarize_episodes(records, time.perf_counter() - t0)
 
 
 def write_video(path: str, frames: List[np.ndarray], fps: float) -> None:
@@ -114,3 +127,124 @@ def sb3_policy(model, vecnorm=None) -> Policy:
         return a[0]
 
     return act
+
+
+# ---------------------------------------------------------------------------- ONNX episodes, optionally on Ray
+def onnx_episodes(env_id: str, onnx_bytes: bytes, seeds: Sequence[int], randomize: Any = False,
+                  backend: str = "pybullet", progress: bool = False) -> Dict[str, Any]:
+    """Episodes of an ONNX policy (onnxruntime, one thread) in a fresh env: ``{"records", "domain_randomization"}``.
+
+    The unit of work of both the single-process and the sharded evaluation (a Ray task runs this).
+    """
+    import onnxruntime as ort
+
+    import rlstack_learning  # noqa: F401  (registers the envs in a Ray worker too)
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = opts.inter_op_num_threads = 1
+    sess = ort.InferenceSession(onnx_bytes, opts, providers=["CPUExecutionProvider"])
+
+    def act(obs):
+        return sess.run(None, {"obs": obs[None].astype(np.float32)})[0][0]
+
+    env = gym.make(env_id, randomize=randomize, backend=backend)
+    try:
+        records = play_episodes(env, act, seeds, progress=progress)
+        dr = env.unwrapped.dr.to_dict() if randomize else None
+    finally:
+        env.close()
+    return {"records": records, "domain_randomization": dr}
+
+
+def evaluate_onnx_on_ray(env_id: str, onnx_bytes: bytes, seeds: Sequence[int], randomize: Any = False,
+                         shards: int = 2, backend: str = "pybullet") -> Dict[str, Any]:
+    """The same evaluation as :func:`onnx_episodes` + :func:`summarize_episodes`, its seeds cut into
+    ``shards`` contiguous slices, each played by a Ray task (one CPU, anywhere on the cluster).
+    Episodes are seeded, so the merged result equals the single-process one episode for episode;
+    ``ray.init`` must have been called (:func:`rlstack_common.ray_cluster.init_ray`)."""
+    from rlstack_common.ray_cluster import cluster_info, require_ray
+    from rlstack_common.ray_cluster import shards as cut
+
+    ray = require_ray()
+    remote = ray.remote(num_cpus=1, max_retries=1)(onnx_episodes)
+    t0 = time.perf_counter()
+    blob = ray.put(onnx_bytes)
+    parts = cut(list(seeds), shards)
+    results = ray.get([remote.remote(env_id, blob, part, randomize, backend) for part in parts])
+    records = [r for res in results for r in res["records"]]
+    out = summarize_episodes(records, time.perf_counter() - t0)
+    out["domain_randomization"] = results[0]["domain_randomization"] if results else None
+    out["ray"] = {**cluster_info(), "shards": len(parts)}
+    return out
+
+
+def main(argv=None) -> int:
+    """``python -m rlstack_learning.evaluate BUNDLE [--episodes 100] [--randomize] [--ray-shards N [--address A]]``"""
+    import argparse
+    import json
+    import os
+    import sys
+
+    p = argparse.ArgumentParser(prog="python -m rlstack_learning.evaluate",
+                                description="Evaluate a policy bundle's policy.onnx on its task's env (evaluation "
+                                            "seeds, never used in training); with --ray-shards the episodes are "
+                                            "spread over Ray tasks and merged into the same result.")
+    p.add_argument("bundle", help="bundle folder, e.g. policies/cartpole")
+    p.add_argument("--episodes", type=int, default=100)
+    p.add_argument("--randomize", action="store_true", help="with the env's domain randomisation")
+    p.add_argument("--backend", default="pybullet", help="simulator backend of the env (pybullet, mujoco)")
+    p.add_argument("--ray-shards", type=int, default=0, metavar="N",
+                   help="spread the episodes over N Ray tasks (0: one process, the default)")
+    p.add_argument("--address", help="a running Ray cluster ('auto' or <head>:6379); default: a local instance")
+    p.add_argument("--num-cpus", type=int, help="CPUs of the local Ray instance (default: all)")
+    p.add_argument("--json", help="also write the result to this file")
+    a = p.parse_args(argv)
+    if a.episodes < 1:
+        p.error("--episodes must be >= 1")
+    if a.ray_shards < 0:
+        p.error("--ray-shards must be >= 0")
+    from rlstack_bundle.bundle import BundleError, load
+
+    from .envs import EVAL_SEED_BASE
+
+    try:
+        b = load(a.bundle)
+    except (BundleError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    with open(os.path.join(b.path, "policy.onnx"), "rb") as f:
+        onnx_bytes = f.read()
+    seeds = [EVAL_SEED_BASE + i for i in range(a.episodes)]
+    env_id = b.io["env_id"]
+    if a.ray_shards:
+        from rlstack_common.ray_cluster import RayUnavailable, init_ray, shutdown
+
+        try:
+            init_ray(a.address, a.num_cpus)
+        except RayUnavailable as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        try:
+            res = evaluate_onnx_on_ray(env_id, onnx_bytes, seeds, a.randomize, a.ray_shards, a.backend)
+        finally:
+            shutdown()
+    else:
+        t0 = time.perf_counter()
+        one = onnx_episodes(env_id, onnx_bytes, seeds, a.randomize, a.backend, progress=True)
+        res = summarize_episodes(one["records"], time.perf_counter() - t0)
+        res["domain_randomization"] = one["domain_randomization"]
+    res["bundle"] = b.path
+    print(json.dumps(res, indent=1))
+    print(f"\n| bundle | episodes | success | 95 % lower | mean return | wall s | shards |\n|---|---|---|---|---|---|---|\n"
+          f"| {os.path.basename(os.path.normpath(b.path))} | {res['episodes']} | {res['success_rate'] * 100:.1f} % "
+          f"| {res['success_rate_wilson95_lower'] * 100:.1f} % | {res['mean_return']:.1f} | {res['wall_time_s']:.1f} "
+          f"| {res.get('ray', {}).get('shards', 1)} |")
+    if a.json:
+        from rlstack_common import atomic
+
+        atomic.write_text(a.json, json.dumps(res, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

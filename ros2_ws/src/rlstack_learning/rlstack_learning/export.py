@@ -48,25 +48,22 @@ def max_export_error(model, vecnorm, onnx_bytes: bytes, n_obs: int, n: int = 100
 
 
 def evaluate_onnx(env_id: str, onnx_path: str, episodes: int, randomize: bool, progress: bool = True,
-                  backend: str = "pybullet") -> Dict[str, Any]:
-    import gymnasium as gym
-    import onnxruntime as ort
+                  backend: str = "pybullet", ray_shards: int = 0) -> Dict[str, Any]:
+    """The ONNX file itself on ``episodes`` evaluation seeds; with ``ray_shards`` the episodes are
+    spread over Ray tasks (``ray.init`` done by the caller) and merged into the same result."""
+    import time
 
-    from .evaluate import run_episodes
+    from .evaluate import evaluate_onnx_on_ray, onnx_episodes, summarize_episodes
 
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = opts.inter_op_num_threads = 1
-    sess = ort.InferenceSession(onnx_path, opts, providers=["CPUExecutionProvider"])
-
-    def act(obs):
-        return sess.run(None, {"obs": obs[None].astype(np.float32)})[0][0]
-
-    env = gym.make(env_id, randomize=randomize, backend=backend)
-    try:
-        res = run_episodes(env, act, [EVAL_SEED_BASE + i for i in range(episodes)], progress=progress)
-    finally:
-        env.close()
-    res["domain_randomization"] = env.unwrapped.dr.to_dict() if randomize else None
+    with open(onnx_path, "rb") as f:
+        onnx_bytes = f.read()
+    seeds = [EVAL_SEED_BASE + i for i in range(episodes)]
+    if ray_shards:
+        return evaluate_onnx_on_ray(env_id, onnx_bytes, seeds, randomize, ray_shards, backend)
+    t0 = time.perf_counter()
+    out = onnx_episodes(env_id, onnx_bytes, seeds, randomize, backend, progress=progress)
+    res = summarize_episodes(out["records"], time.perf_counter() - t0)
+    res["domain_randomization"] = out["domain_randomization"]
     return res
 
 
@@ -146,13 +143,13 @@ Success: {ev['success_definition']}
 Domain randomisation at evaluation: `{dr['domain_randomization']}`.
 
 ## Training
-{prov.get('method', '')}{prov['algorithm'].upper()}, {prov['timesteps']} steps, {prov['num_envs']} env{'s' if prov['num_envs'] != 1 else ''}, seed {prov['seed']},
+{prov.get('method', '')}{prov['algorithm'].upper()}{' (' + prov['training_backend'] + ')' if prov.get('training_backend') else ''}, {prov['timesteps']} steps, {prov['num_envs']} env{'s' if prov['num_envs'] != 1 else ''}, seed {prov['seed']},
 observation normalisation {'on (folded into ONNX)' if prov['normalize_obs'] else 'off'},
 domain randomisation in training: `{prov['train_randomization']}`.
 **Wall time from scratch: {prov['wall_time_s']:.0f} s** on {prov['machine']['cores']} cores ({prov['machine']['cpu']}),
 {'stopped early when validation succeeded' if prov.get('stopped_early') else 'full step budget'}.
 Commit `{prov['commit']}`. Hyperparameters: `{hp}`.
-ONNX vs SB3 deterministic action: max |error| {prov['export_max_abs_error']:.2e} on 1000 random observations.
+ONNX vs {prov.get('export_reference', 'SB3')} deterministic action: max |error| {prov['export_max_abs_error']:.2e} on 1000 random observations.
 
 ## Limitations
 - {prov.get('limitations') or "Simulation only; the ball-on-plate observation uses the simulator's ground-truth ball pose (a real rig needs a perception topic with the same fields and comparable noise/latency)."}
@@ -168,8 +165,6 @@ def _first_sentence(doc: Optional[str]) -> str:
 
 def export_run(run_dir: str, dest: str, which: str = "best", episodes: int = 100, progress: bool = True,
                bundle_name: Optional[str] = None) -> Dict[str, Any]:
-    from .provenance import git_commit, machine_info
-
     with open(os.path.join(run_dir, "config.yaml")) as f:
         cfg = yaml.safe_load(f)
     summary = {}
@@ -188,11 +183,25 @@ def export_run(run_dir: str, dest: str, which: str = "best", episodes: int = 100
     # or a test can tell apart (1.5 um of a lift step). A real export bug is orders larger.
     if err > EXPORT_TOLERANCE:
         raise RuntimeError(f"ONNX export differs from the SB3 policy by {err:.3g} (> {EXPORT_TOLERANCE:g})")
+    return write_bundle(cfg, summary, manifest, int(model.num_timesteps), onnx_bytes, err, dest, episodes,
+                        progress, bundle_name, which=which, run_dir=run_dir)
+
+
+def write_bundle(cfg: Dict[str, Any], summary: Dict[str, Any], manifest: Dict[str, Any], timesteps: int,
+                 onnx_bytes: bytes, err: float, dest: str, episodes: int = 100, progress: bool = True,
+                 bundle_name: Optional[str] = None, which: str = "best", run_dir: str = "",
+                 extra_provenance: Optional[Dict[str, Any]] = None, ray_shards: int = 0) -> Dict[str, Any]:
+    """The bundle folder from an exported ONNX graph (any training backend): io.yaml, provenance,
+    evaluation of the ONNX file (optionally sharded over Ray), model card, validation, atomic
+    install. ``extra_provenance`` (e.g. the Ray backend's versions and cluster) is merged in."""
+    from .provenance import git_commit, machine_info
+
+    env_cls = ENVS[cfg["env_id"]]
     io = env_cls.io_descriptor()
     name = bundle_name or os.path.basename(os.path.normpath(dest))
     prov = {
         "bundle": name, "task": cfg["task"], "env_id": cfg["env_id"], "task_description": _first_sentence(sys.modules[env_cls.__module__].__doc__),
-        "algorithm": cfg["algo"], "seed": cfg["seed"], "timesteps": int(model.num_timesteps),
+        "algorithm": cfg["algo"], "seed": cfg["seed"], "timesteps": int(timesteps),
         "num_envs": cfg["num_envs"], "normalize_obs": cfg["normalize_obs"],
         "train_randomization": cfg["randomize"], "model": which,
         "stopped_early": bool(summary.get("stopped_early", False)),
@@ -210,6 +219,7 @@ def export_run(run_dir: str, dest: str, which: str = "best", episodes: int = 100
             "action noise, regression of an SB3 SAC actor (deterministic tanh mean) onto the expert actions, "
             "then DAgger rounds (the learner drives, the expert labels); 'steps' counts every env step "
             f"collected (demonstrations + DAgger), {summary.get('samples', '?')} labelled samples. ")
+    prov.update(extra_provenance or {})
     lim = getattr(env_cls, "card_limitations", None)
     if lim:
         prov["limitations"] = lim
@@ -220,8 +230,10 @@ def export_run(run_dir: str, dest: str, which: str = "best", episodes: int = 100
         prov["policy_onnx_sha256"] = atomic.sha256_file(onnx_path)
         atomic.write_yaml(os.path.join(tmp, "io.yaml"), io)
         atomic.write_yaml(os.path.join(tmp, "provenance.yaml"), prov)
-        nominal = evaluate_onnx(cfg["env_id"], onnx_path, episodes, randomize=False, progress=progress)
-        randomized = evaluate_onnx(cfg["env_id"], onnx_path, episodes, randomize=True, progress=progress)
+        nominal = evaluate_onnx(cfg["env_id"], onnx_path, episodes, randomize=False, progress=progress,
+                                ray_shards=ray_shards)
+        randomized = evaluate_onnx(cfg["env_id"], onnx_path, episodes, randomize=True, progress=progress,
+                                   ray_shards=ray_shards)
         ev = {
             "episodes": episodes, "seeds": nominal["seeds"],
             "success_definition": getattr(env_cls, "success_definition", None) or (

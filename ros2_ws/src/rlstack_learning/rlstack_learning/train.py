@@ -4,6 +4,8 @@
     python -m rlstack_learning.train --task ball_plate --algo sac --num-envs 4 --seed 3 --steps 200000
     python -m rlstack_learning.train --resume out/train/cartpole/ppo_s0_20250101-120000
     python -m rlstack_learning.train --task cartpole --export         # + bundle into policies/<bundle>
+    python -m rlstack_learning.train --task cartpole --backend ray --env-runners 2    # RLlib on Ray (docs/scaling.md)
+    python -m rlstack_learning.train --task cartpole --backend ray --address auto     # ... on a running cluster
 
 Outputs go to ``out/train/<task>/<run>/`` (see ``checkpoints.py``). Killing the process at any
 moment and running ``--resume`` loses at most one checkpoint interval.
@@ -235,6 +237,15 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--video", action="store_true", help="write an mp4 of one evaluation episode")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("-v", "--verbose", type=int, default=0)
+    g = p.add_argument_group("Ray (docs/scaling.md)")
+    g.add_argument("--backend", choices=["sb3", "ray"], default=None,
+                   help="sb3 (default): Stable-Baselines3 in this process; ray: RLlib with env runners on Ray")
+    g.add_argument("--address", help="a running Ray cluster ('auto' or <head>:6379); default: a private local instance")
+    g.add_argument("--env-runners", type=int, help="RLlib env runners (one CPU each; default: one per cluster CPU, "
+                   "at most num_envs)")
+    g.add_argument("--num-cpus", type=int, help="CPUs of the local Ray instance (default: all)")
+    g.add_argument("--ray-shards", type=int, default=0, metavar="N",
+                   help="with --export: the bundle's evaluation episodes spread over N Ray tasks")
     return p.parse_args(argv)
 
 
@@ -265,8 +276,18 @@ def main(argv: Optional[List[str]] = None) -> int:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(f"[train] {cfg['task']} ({cfg['env_id']}) with {cfg.algo.upper()}, {cfg['num_envs']} envs, "
+    backend = args.backend or ("ray" if args.resume and os.path.isfile(os.path.join(run_dir, "ray.yaml")) else "sb3")
+    if backend == "sb3" and (args.address or args.env_runners or args.num_cpus):
+        print("error: --address, --env-runners and --num-cpus need --backend ray", file=sys.stderr)
+        return 2
+    if args.ray_shards and (args.ray_shards < 0 or args.export is None):
+        print("error: --ray-shards takes N >= 1 and applies to --export", file=sys.stderr)
+        return 2
+    print(f"[train] {cfg['task']} ({cfg['env_id']}) with {cfg.algo.upper()}"
+          f"{' on Ray (RLlib)' if backend == 'ray' else ''}, {cfg['num_envs']} envs, "
           f"seed {cfg['seed']}, budget {cfg['total_timesteps']} steps -> {run_dir}", flush=True)
+    if backend == "ray":
+        return _main_ray(args, cfg, run_dir)
     summary = train(cfg, run_dir, resume=bool(args.resume), progress=not args.no_progress, verbose=args.verbose)
     print(f"[train] done: {summary['timesteps']} steps in {summary['wall_time_s']:.1f} s "
           f"({summary['fps_this_session']:.0f} steps/s), best validation {summary['best_validation']}", flush=True)
@@ -279,6 +300,34 @@ def main(argv: Optional[List[str]] = None) -> int:
 
         dest = args.export or os.path.join("policies", cfg.get("bundle") or cfg["task"])
         export_run(run_dir, dest, episodes=args.export_episodes)
+    return 0
+
+
+def _main_ray(args: argparse.Namespace, cfg: TrainConfig, run_dir: str) -> int:
+    from rlstack_common.ray_cluster import RayUnavailable, shutdown
+
+    try:
+        from .rllib_train import export_ray_run, train_ray
+
+        summary = train_ray(cfg, run_dir, resume=bool(args.resume), env_runners=args.env_runners,
+                            address=args.address, num_cpus=args.num_cpus, progress=not args.no_progress)
+        print(f"[train] done: {summary['timesteps']} steps in {summary['wall_time_s']:.1f} s "
+              f"({summary['fps_this_session']:.0f} steps/s, {summary['env_runners']} env runners on "
+              f"{summary['cluster']['nodes']} node(s), {summary['cluster']['cpus']} CPUs), "
+              f"best validation {summary['best_validation']}", flush=True)
+        if args.export is not None:
+            dest = args.export or os.path.join("policies", cfg.get("bundle") or cfg["task"])
+            export_ray_run(run_dir, dest, episodes=args.export_episodes, progress=not args.no_progress,
+                           ray_shards=args.ray_shards)
+    except (RayUnavailable, ConfigError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"[train] interrupted: continue with --resume {run_dir} (from its newest complete checkpoint)",
+              file=sys.stderr, flush=True)
+        return 130
+    finally:
+        shutdown()
     return 0
 
 

@@ -44,6 +44,42 @@ def _run_layouts(a, harness, episodes: list) -> None:
         (out / "results.json").write_text(json.dumps({"episodes": episodes}, indent=1))
 
 
+def summarize(episodes: list, wall_time_s: float, ground_truth_grasp: bool, graph_args: dict, cpu_share: dict,
+              support: str, interrupted: bool) -> dict:
+    """The results.json summary of a list of episodes (one run, or the merged shards of a Ray run)."""
+    ok = [e for e in episodes if e["success"]]
+    reasons = collections.Counter(f"{e['code_name']}: {e['reason'][:80]}" for e in episodes if not e["success"])
+    times = [e["wall_s"] for e in ok]
+    loc_eps = [e for e in episodes if "loc_error_median_m" in e]
+    summary = {
+        "layouts": len(episodes), "succeeded": len(ok),
+        "success_rate": round(len(ok) / len(episodes), 3) if episodes else 0.0,
+        "failure_reasons": dict(reasons),
+        "time_per_successful_fetch_s": {"mean": round(statistics.mean(times), 1), "median": round(statistics.median(times), 1),
+                                        "max": round(max(times), 1)} if times else None,
+        "grasp_attempts": dict(collections.Counter(str(e.get("grasp_attempts", "?")) for e in episodes)),
+        "mean_dropoff_error_m": round(statistics.mean(e["dropoff_error_m"] for e in ok), 3) if ok else None,
+        "phase_means_s": {ph: round(statistics.mean(e["phase_durations"].get(ph, 0.0) for e in ok), 1)
+                          for ph in ("LOCATE", "EXPLORE", "NAVIGATE", "GRASP", "RETURN", "DROP")} if ok else {},
+        "wall_time_s": round(wall_time_s, 1),
+        "mode": "ground-truth grasp (ablation)" if ground_truth_grasp else "robot (grasp from perception)",
+        "graph_args": graph_args,
+        # the localiser judged against the sim's truth (when it ran): per-episode medians / p95s / maxima
+        "localization": {
+            "episode_error_median_m_median": round(statistics.median(e["loc_error_median_m"] for e in loc_eps), 4),
+            "episode_error_p95_m_max": max(e["loc_error_p95_m"] for e in loc_eps),
+            "error_max_m": max(e["loc_error_max_m"] for e in loc_eps),
+            "heading_error_max_deg": max(e["loc_heading_error_max_deg"] for e in loc_eps),
+            "lost_events": sum(e["localization_lost_events"] for e in loc_eps),
+        } if loc_eps else None,
+        # each node's CPU time over the evaluation's wall time (1.0 = one core busy; this machine: 2 cores)
+        "cpu_share_of_one_core": cpu_share,
+        "support": support,
+        "interrupted": interrupted,
+    }
+    return summary
+
+
 def _interrupt(signum, frame) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
@@ -63,7 +99,20 @@ def main(argv=None) -> int:
                         "the open floor")
     p.add_argument("--graph-arg", action="append", default=[], metavar="NAME:=VALUE",
                    help="a launch argument of fetch.launch.yaml, e.g. depth_noise:=true (repeatable)")
+    g = p.add_argument_group("Ray (docs/scaling.md)")
+    g.add_argument("--ray-workers", type=int, default=0, metavar="N",
+                   help="shard the layouts over N Ray workers, each running its own fetch graph on its own ROS domain "
+                        "(0: this process runs them all, the default)")
+    g.add_argument("--address", help="a running Ray cluster ('auto' or <head>:6379); default: a local Ray instance")
+    g.add_argument("--cpus-per-worker", type=float, default=2.0,
+                   help="CPUs Ray reserves per worker (a fetch graph keeps ~2 cores busy; default 2)")
     a = p.parse_args(argv)
+    if a.layouts < 1:
+        p.error("--layouts must be >= 1")
+    if a.ray_workers < 0:
+        p.error("--ray-workers must be >= 0")
+    if a.ray_workers:
+        return _main_ray(a, p)
 
     import rclpy
     from rclpy.executors import MultiThreadedExecutor
@@ -88,12 +137,7 @@ def main(argv=None) -> int:
     interrupted = False
     t_start = time.monotonic()
     try:
-        graph_args = {"robot_mode": "false"} if a.ground_truth_grasp else {}
-        for item in a.graph_arg:
-            name, sep, value = item.partition(":=")
-            if not sep or not name:
-                p.error(f"--graph-arg takes NAME:=VALUE, got {item!r}")
-            graph_args[name] = value
+        graph_args = _graph_args(a, p)
         with FetchGraph(ROOT, out / "graph.log", graph_args) as graph:
             ready_s = graph.wait_ready(node)
             print(f"fetch graph ready in {ready_s:.1f} s", flush=True)
@@ -112,42 +156,110 @@ def main(argv=None) -> int:
         executor.shutdown()
         node.destroy_node()
         rclpy.try_shutdown()
-    ok = [e for e in episodes if e["success"]]
-    reasons = collections.Counter(f"{e['code_name']}: {e['reason'][:80]}" for e in episodes if not e["success"])
-    times = [e["wall_s"] for e in ok]
-    loc_eps = [e for e in episodes if "loc_error_median_m" in e]
-    summary = {
-        "layouts": len(episodes), "succeeded": len(ok),
-        "success_rate": round(len(ok) / len(episodes), 3) if episodes else 0.0,
-        "failure_reasons": dict(reasons),
-        "time_per_successful_fetch_s": {"mean": round(statistics.mean(times), 1), "median": round(statistics.median(times), 1),
-                                        "max": round(max(times), 1)} if times else None,
-        "grasp_attempts": dict(collections.Counter(str(e.get("grasp_attempts", "?")) for e in episodes)),
-        "mean_dropoff_error_m": round(statistics.mean(e["dropoff_error_m"] for e in ok), 3) if ok else None,
-        "phase_means_s": {ph: round(statistics.mean(e["phase_durations"].get(ph, 0.0) for e in ok), 1)
-                          for ph in ("LOCATE", "EXPLORE", "NAVIGATE", "GRASP", "RETURN", "DROP")} if ok else {},
-        "wall_time_s": round(time.monotonic() - t_start, 1),
-        "mode": "ground-truth grasp (ablation)" if a.ground_truth_grasp else "robot (grasp from perception)",
-        "graph_args": graph_args,
-        # the localiser judged against the sim's truth (when it ran): per-episode medians / p95s / maxima
-        "localization": {
-            "episode_error_median_m_median": round(statistics.median(e["loc_error_median_m"] for e in loc_eps), 4),
-            "episode_error_p95_m_max": max(e["loc_error_p95_m"] for e in loc_eps),
-            "error_max_m": max(e["loc_error_max_m"] for e in loc_eps),
-            "heading_error_max_deg": max(e["loc_heading_error_max_deg"] for e in loc_eps),
-            "lost_events": sum(e["localization_lost_events"] for e in loc_eps),
-        } if loc_eps else None,
-        # each node's CPU time over the evaluation's wall time (1.0 = one core busy; this machine: 2 cores)
-        "cpu_share_of_one_core": {k: round((cpu1[k] - cpu0.get(k, 0.0)) / (cpu_t1 - cpu_t0), 3)
-                                  for k in sorted(cpu1)} if episodes else {},
-        "support": a.support,
-        "interrupted": interrupted,
-    }
+    cpu_share = ({k: round((cpu1[k] - cpu0.get(k, 0.0)) / (cpu_t1 - cpu_t0), 3) for k in sorted(cpu1)}
+                 if episodes else {})
+    summary = summarize(episodes, time.monotonic() - t_start, a.ground_truth_grasp, graph_args, cpu_share,
+                        a.support, interrupted)
     (out / "results.json").write_text(json.dumps({"summary": summary, "episodes": episodes}, indent=1))
     print(json.dumps(summary, indent=1))
     if interrupted:
         return 130
-    return 0 if episodes and len(ok) == len(episodes) else 1
+    return 0 if episodes and summary["succeeded"] == len(episodes) else 1
+
+
+# ---------------------------------------------------------------------------- sharded over Ray
+def _graph_args(a, p) -> dict:
+    graph_args = {"robot_mode": "false"} if a.ground_truth_grasp else {}
+    for item in a.graph_arg:
+        name, sep, value = item.partition(":=")
+        if not sep or not name:
+            p.error(f"--graph-arg takes NAME:=VALUE, got {item!r}")
+        graph_args[name] = value
+    return graph_args
+
+
+def run_shard(seed_base: int, layouts: int, passthrough: list) -> dict:
+    """One Ray worker's share: ``python -m rlstack_mission.evaluate`` over ``layouts`` seeds from
+    ``seed_base``, in a subprocess on a ROS domain leased on this machine (no other graph or test
+    here shares it), into a private folder; returns its results.json, log tail, domain and host."""
+    import os
+    import socket
+    import subprocess
+    import tempfile
+
+    from rlstack_testing.domain import lease_domain_id
+
+    with lease_domain_id() as lease, tempfile.TemporaryDirectory(prefix="fetch-shard-") as tmp:
+        env = dict(os.environ, ROS_DOMAIN_ID=str(lease.domain_id))
+        cmd = [sys.executable, "-m", "rlstack_mission.evaluate", "--layouts", str(layouts), "--seed-base",
+               str(seed_base), "--out", tmp, *passthrough]
+        t0 = time.monotonic()
+        proc = subprocess.run(cmd, cwd=str(ROOT), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True)
+        results = Path(tmp, "results.json")
+        data = json.loads(results.read_text()) if results.is_file() else {"episodes": []}
+        return {"seed_base": seed_base, "layouts": layouts, "domain_id": lease.domain_id,
+                "host": socket.gethostname(), "returncode": proc.returncode, "wall_s": round(time.monotonic() - t0, 1),
+                "log_tail": proc.stdout[-6000:], "episodes": data.get("episodes", []), "summary": data.get("summary")}
+
+
+def _main_ray(a, p) -> int:
+    """The layouts cut into ``--ray-workers`` contiguous seed ranges, each run by :func:`run_shard`
+    as a Ray task; the episodes are merged (in seed order) into one results.json and summary."""
+    from rlstack_common.ray_cluster import RayUnavailable, init_ray, shards, shutdown
+
+    graph_args = _graph_args(a, p)
+    passthrough = ["--timeout", str(a.timeout), "--support", a.support]
+    if a.ground_truth_grasp:
+        passthrough.append("--ground-truth-grasp")
+    for item in a.graph_arg:
+        passthrough += ["--graph-arg", item]
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        cluster = init_ray(a.address)
+    except RayUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    t0 = time.monotonic()
+    try:
+        import ray
+
+        task = ray.remote(num_cpus=a.cpus_per_worker, max_retries=0)(run_shard)
+        parts = shards(list(range(a.seed_base, a.seed_base + a.layouts)), a.ray_workers)
+        print(f"{a.layouts} layouts in {len(parts)} shards on Ray ({cluster['nodes']} node(s), {cluster['cpus']} CPUs, "
+              f"{a.cpus_per_worker:g} CPUs per worker)", flush=True)
+        pending = {task.remote(part[0], len(part), passthrough): k for k, part in enumerate(parts)}
+        results = [None] * len(parts)
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            k = pending.pop(done[0])
+            results[k] = r = ray.get(done[0])
+            (out / f"shard_{k}.log").write_text(r["log_tail"])
+            print(f"shard {k}: seeds {r['seed_base']}..{r['seed_base'] + r['layouts'] - 1} on {r['host']} ROS domain "
+                  f"{r['domain_id']}: {sum(e['success'] for e in r['episodes'])}/{len(r['episodes'])} ok in "
+                  f"{r['wall_s']:.0f} s (exit {r['returncode']})", flush=True)
+            for i, e in enumerate(r["episodes"]):
+                print(f"  seed {r['seed_base'] + i:3d} -> {e.get('code_name', '?'):12s} {'ok ' if e['success'] else 'FAIL'} {e['wall_s']:6.1f} s  "
+                      f"drop-off error {e['dropoff_error_m']:.2f} m  {'' if e['success'] else e['reason']}", flush=True)
+    except KeyboardInterrupt:
+        print("interrupted: the Ray tasks are cancelled with the local Ray instance", flush=True)
+        return 130
+    finally:
+        shutdown()
+    episodes = [e for r in results for e in r["episodes"]]
+    summary = summarize(episodes, time.monotonic() - t0, a.ground_truth_grasp, graph_args, {}, a.support,
+                        interrupted=any(r["returncode"] == 130 for r in results))
+    summary["ray"] = {**cluster, "workers": len(parts), "cpus_per_worker": a.cpus_per_worker,
+                      "shards": [{k: r[k] for k in ("seed_base", "layouts", "host", "domain_id", "returncode", "wall_s")}
+                                 | {"cpu_share_of_one_core": (r["summary"] or {}).get("cpu_share_of_one_core")}
+                                 for r in results]}
+    missing = a.layouts - len(episodes)
+    if missing:
+        summary["missing_layouts"] = missing
+    (out / "results.json").write_text(json.dumps({"summary": summary, "episodes": episodes}, indent=1))
+    print(json.dumps(summary, indent=1))
+    return 0 if episodes and not missing and all(e["success"] for e in episodes) else 1
 
 
 if __name__ == "__main__":
