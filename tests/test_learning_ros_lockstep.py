@@ -173,3 +173,24 @@ def test_train_node_trains_cartpole_over_ros_and_writes_a_bundle(ros_processes, 
     bundle = load_bundle(str(bundle_dir))  # raises BundleError on any problem
     assert bundle.io["task"] == "cartpole"
     assert (tmp_path / "runs" / "cartpole" / "ros_test" / "final" / "manifest.json").is_file()
+
+
+def test_train_node_trains_on_a_batch_bridge(ros_processes, ros_probe, params_dir, repo, tmp_path):
+    """train_node with batch_bridge: one batch_bridge process with 4 cart-poles, PPO through it."""
+    ros_processes.start_node("rlstack_sim", "batch_bridge", params_file=params_dir / "batch_bridge.yaml",
+                             params={"scene": "cartpole", "num_envs": 4, "control_rate_hz": 60.0})
+    progress = ros_probe.subscribe("/train_node/progress", String, qos=PROGRESS_QOS)
+    node = ros_processes.start_node(
+        "rlstack_learning", "train_node", params_file=params_dir / "train_node.yaml",
+        params={"task": str(repo / "config" / "train" / "cartpole.yaml"), "total_timesteps": 2048,
+                "batch_bridge": "/batch_bridge", "eval_freq": 1000000, "out_dir": str(tmp_path / "runs"),
+                "run": "batch_test", "progress_period_s": 0.5})
+    assert node.wait(timeout=300) == 0, node.tail()
+    ros_probe.spin_until(lambda: any(json.loads(m.data)["phase"] == "done" for m in progress.messages), 20,
+                         "the 'done' progress message")
+    msgs = [json.loads(m.data) for m in progress.pop_all()]
+    assert msgs[0]["phase"] == "started" and msgs[0]["num_envs"] == 4 and msgs[0]["bridges"] == ["/batch_bridge"]
+    training = [m for m in msgs if m["phase"] == "training"]
+    assert training and max(m["episodes"] for m in training) >= 4
+    assert msgs[-1]["phase"] == "done" and msgs[-1]["timesteps"] >= 2048
+    assert (tmp_path / "runs" / "cartpole" / "batch_test" / "final" / "manifest.json").is_file()

@@ -50,6 +50,7 @@ class BatchLockstepVecEnv(VecEnv):
         if self.own_executor:
             self.executor.add_node(node)
         self._SimStepBatch = SimStepBatch
+        self.round_trips = 0
         self._cli = node.create_client(SimStepBatch, f"{bridge}/step", qos_profile=qos_profile_system_default)
         self._spin_until(self._cli.service_is_ready, discovery_timeout_s,
                          f"the batch bridge's step service {bridge}/step (is a batch_bridge running?)")
@@ -70,7 +71,6 @@ class BatchLockstepVecEnv(VecEnv):
         self.episode_seeds: List[Optional[int]] = [None] * n
         self.steps = np.zeros(n, dtype=np.int64)
         self.published = np.zeros(n, dtype=np.int64)
-        self.round_trips = 0
         self._actions: Optional[np.ndarray] = None
         self.render_mode = None
 
@@ -189,7 +189,7 @@ class BatchLockstepVecEnv(VecEnv):
         if ended:  # auto-reset, as DummyVecEnv: the returned observation is the next episode's first
             fresh = self._reset_envs(ended, [None] * len(ended))
             for i in ended:
-                infos[i]["terminal_observation"] = obs[i]
+                infos[i]["terminal_observation"] = obs[i].copy()
                 obs[i] = fresh[i]
         return obs, rewards, dones, infos
 
