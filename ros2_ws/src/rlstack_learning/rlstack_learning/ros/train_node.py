@@ -1,7 +1,10 @@
 """``train_node``: train a task through a lockstep sim_bridge over ROS 2, publish progress, write a bundle.
 
 A thin rclpy adapter around :func:`rlstack_learning.train.train`: the environments are
-:class:`~rlstack_learning.ros.lockstep_env.LockstepEnv` (one per bridge: ``bridges``),
+:class:`~rlstack_learning.ros.lockstep_env.LockstepEnv` (one per bridge: ``bridges``, on the
+deployment topics or, ``transport: request``, with command and observation in the step call),
+or one :class:`~rlstack_learning.ros.batch_env.BatchLockstepVecEnv` over a ``batch_bridge``
+(``batch_bridge``: all envs in one bridge process, one round trip per batch step),
 progress goes out as JSON on ``~/progress`` (``std_msgs/String``), and at the end the best
 model is exported to a bundle (``bundle_dir``; its evaluation runs in-process).
 
