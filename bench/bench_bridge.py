@@ -3,7 +3,13 @@
 
 * ``lockstep``: control steps/s through the ``/sim_bridge/step`` service, one step per call
   (the worst case: one round trip per control step) and 10 steps per call, per scene;
-  cameras off in lockstep (the default).
+  cameras off in lockstep (the default). ``request``: one step per call with the scene's
+  command carried in the request and the object poses in the response (``with_objects``),
+  what ``LockstepEnv(transport="request")`` sends. No topic has a subscriber here, so the
+  bridge builds no per-step messages (lockstep publishes only what someone subscribes to);
+  ``subscribed``: the 1-step rate again while a subscriber takes /joint_states, /tf and /clock.
+* ``batched``: a ``batch_bridge`` with 8 envs (cartpole, ball_plate): env steps/s through its
+  ``~/step`` (``SimStepBatch``), one call per batch step with all 8 commands in the request.
 * ``camera``: ``home`` in realtime mode with the 320x240 RGB-D head camera at the
   configured rate (15 Hz): frames/s received by a subscriber (RGB and depth), the
   realtime factor (sim time of /clock against wall time, and the bridge's own figure
@@ -34,13 +40,18 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Image
 from diagnostic_msgs.msg import DiagnosticArray
 
-from rlstack_interfaces.srv import SimStep
+from rlstack_interfaces.srv import SimStep, SimStepBatch
+from sensor_msgs.msg import JointState
+from tf2_msgs.msg import TFMessage
 from rlstack_testing.domain import lease_domain_id
 from rlstack_testing.processes import ProcessGroup
 
 REPO = Path(__file__).resolve().parents[1]
 PARAMS = REPO / "launch" / "params" / "sim_bridge.yaml"
 SCENES = ("cartpole", "ball_plate", "panda_table", "home")
+#: a command each scene takes, as a step request carries it (topic, values)
+REQUEST_COMMAND = {"cartpole": ("cartpole/force", [0.5]), "ball_plate": ("ball_plate/angles", [0.01, -0.01, 0.0]),
+                   "panda_table": ("arm/gripper", [1.0]), "home": ("cmd_vel", [0.0, 0.0])}
 
 
 class ProcStats:
@@ -105,8 +116,11 @@ def bench_lockstep(scene: str, calls: int) -> dict:
             cli = client.node.create_client(SimStep, "/sim_bridge/step")
             client.spin_until(cli.service_is_ready, 60, "the step service")
 
-            def run(n_calls: int, steps: int) -> float:
+            def run(n_calls: int, steps: int, request: bool = False) -> float:
                 req = SimStep.Request(steps=steps)
+                if request:
+                    topic, values = REQUEST_COMMAND[scene]
+                    req.command_topics, req.command_values, req.with_objects = [topic], values, True
                 t0 = time.perf_counter()
                 for _ in range(n_calls):
                     fut = cli.call_async(req)
@@ -122,9 +136,49 @@ def bench_lockstep(scene: str, calls: int) -> dict:
             rate1 = run(calls, 1)
             cpu_pct = 100.0 * (stats.cpu_s() - cpu0) / (time.perf_counter() - w0)
             rate10 = run(max(20, calls // 5), 10)
+            rate_req = run(calls, 1, request=True)
+            # the same 1-step calls while something listens to the state topics (what a topic-fed client costs)
+            for topic, t in (("/joint_states", JointState), ("/tf", TFMessage), ("/clock", Clock)):
+                client.node.create_subscription(t, topic, lambda m: None, 10)
+            client.spin_until(lambda: client.node.count_subscribers("/clock") >= 1, 30, "our subscriptions")
+            client.executor.spin_once(timeout_sec=0.5)
+            run(max(20, calls // 10), 1)   # let the bridge match them
+            rate_sub = run(calls, 1)
             return {"scene": scene, "steps_per_s_1_per_call": round(rate1, 1),
-                    "steps_per_s_10_per_call": round(rate10, 1), "bridge_cpu_percent": round(cpu_pct, 1),
+                    "steps_per_s_10_per_call": round(rate10, 1), "steps_per_s_request": round(rate_req, 1),
+                    "steps_per_s_1_per_call_subscribed": round(rate_sub, 1), "bridge_cpu_percent": round(cpu_pct, 1),
                     "bridge_rss_mb": round(stats.rss_mb(), 1), "calls": calls}
+        finally:
+            client.close()
+            group.stop_all()
+            lease.release()
+
+
+def bench_batched(scene: str, num_envs: int, calls: int) -> dict:
+    lease = lease_domain_id()
+    with ProcessGroup(lease.domain_id, Path(tempfile.mkdtemp(prefix="bench_bridge_"))) as group:
+        group.start_node("rlstack_sim", "batch_bridge", params_file=REPO / "launch" / "params" / "batch_bridge.yaml",
+                         params={"scene": scene, "num_envs": num_envs})
+        client = Client(lease.domain_id)
+        try:
+            cli = client.node.create_client(SimStepBatch, "/batch_bridge/step")
+            client.spin_until(cli.service_is_ready, 60, "the batch step service")
+            topic, values = REQUEST_COMMAND[scene]
+            req = SimStepBatch.Request(steps=1, command_topics=[topic], command_values=values * num_envs)
+
+            def run(n_calls: int) -> float:
+                t0 = time.perf_counter()
+                for _ in range(n_calls):
+                    fut = cli.call_async(req)
+                    while not fut.done():
+                        client.executor.spin_once(timeout_sec=1.0)
+                    if not fut.result().success:
+                        raise RuntimeError(fut.result().message)
+                return n_calls * num_envs / (time.perf_counter() - t0)
+
+            run(max(20, calls // 10))
+            return {"scene": scene, "num_envs": num_envs, "env_steps_per_s": round(run(calls), 1),
+                    "calls": calls}
         finally:
             client.close()
             group.stop_all()
@@ -178,11 +232,17 @@ def bench_camera(seconds: float, camera_rate_hz: float) -> dict:
 
 
 def to_markdown(result: dict) -> str:
-    lines = ["| lockstep scene | steps/s (1 step/call) | steps/s (10 steps/call) | bridge CPU % | bridge RSS MB |",
-             "|---|---|---|---|---|"]
+    lines = ["| lockstep scene | steps/s (1 step/call) | steps/s (10 steps/call) | 1 step/call, command in "
+             "request + objects | 1 step/call, state topics subscribed | bridge CPU % | bridge RSS MB |",
+             "|---|---|---|---|---|---|---|"]
     for r in result["lockstep"]:
         lines.append(f"| {r['scene']} | {r['steps_per_s_1_per_call']:.0f} | {r['steps_per_s_10_per_call']:.0f} | "
+                     f"{r['steps_per_s_request']:.0f} | {r['steps_per_s_1_per_call_subscribed']:.0f} | "
                      f"{r['bridge_cpu_percent']:.0f} | {r['bridge_rss_mb']:.0f} |")
+    if result.get("batched"):
+        lines += ["", "| batch_bridge scene | envs | env steps/s (1 call per batch step) |", "|---|---|---|"]
+        for r in result["batched"]:
+            lines.append(f"| {r['scene']} | {r['num_envs']} | {r['env_steps_per_s']:.0f} |")
     c = result.get("camera")
     if c:
         lines += ["", "| realtime `home`, camera at {:g} Hz | value |".format(c["camera_rate_hz"]), "|---|---|",
@@ -201,6 +261,7 @@ def main() -> int:
     parser.add_argument("--scenes", nargs="+", default=list(SCENES), choices=SCENES)
     parser.add_argument("--camera-rate", type=float, default=20.0, help="camera rate in the realtime run, Hz")
     parser.add_argument("--no-camera", action="store_true", help="skip the realtime camera run")
+    parser.add_argument("--no-batched", action="store_true", help="skip the batch_bridge runs")
     args = parser.parse_args()
     heavy = {"panda_table", "home"}
     lockstep = []
@@ -208,7 +269,10 @@ def main() -> int:
         calls = (300 if scene in heavy else 1000) if args.quick else (1000 if scene in heavy else 5000)
         lockstep.append(bench_lockstep(scene, calls))
         print(f"[bench_bridge] lockstep {scene}: {lockstep[-1]['steps_per_s_1_per_call']:.0f} steps/s", file=sys.stderr)
+    batched = [] if args.no_batched else [bench_batched(scene, 8, 300 if args.quick else 1500)
+                                          for scene in ("cartpole", "ball_plate") if scene in args.scenes]
     result = {
+        "batched": batched,
         "benchmark": "bench_bridge", "quick": args.quick, "host": platform.node(), "cpus": os.cpu_count(),
         "python": platform.python_version(), "executor": os.environ.get("RLSTACK_EXECUTOR", "events"),
         "lockstep": lockstep,

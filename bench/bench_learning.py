@@ -11,7 +11,12 @@
   (a real ``sim_bridge`` process in lockstep mode on a private domain; ``verify=before``
   = steps=0 sync then step, ``after`` = one call per step) next to the same env in
   process (1 env), and PPO training fps over ROS vs in process with identical settings
-  (1 env, ``n_steps`` 256, the task config's other PPO hyperparameters).
+  (1 env, ``n_steps`` 256, the task config's other PPO hyperparameters). ``transport=request``:
+  the command and the observation travel in the step call (one round trip per step).
+* ``ros_batched`` (skip with ``--no-ros``): a ``batch_bridge`` with 8 envs behind
+  ``BatchLockstepVecEnv`` (one round trip per batch step) against the in-process 8-env
+  ``DummyVecEnv`` in the same run (env steps/s and the ratio), and PPO with the task config
+  (8 envs) over the batch bridge against the same PPO in process.
 
 Best of a few repeats (shared 2-core machine). JSON on stdout, markdown table on stderr.
 
@@ -85,7 +90,7 @@ ROS_TASKS = {"cartpole": ("RlStack/CartPole-v0", "cartpole", 60.0),
 class _RosBench:
     """A lockstep bridge process on a private domain + a client node (context manager)."""
 
-    def __init__(self, scene: str, rate: float) -> None:
+    def __init__(self, scene: str, rate: float, batch: int = 0) -> None:
         import tempfile
         from pathlib import Path
 
@@ -94,6 +99,11 @@ class _RosBench:
 
         self.lease = lease_domain_id()
         self.group = ProcessGroup(self.lease.domain_id, Path(tempfile.mkdtemp(prefix="bench_learning_")))
+        if batch:
+            self.group.start_node("rlstack_sim", "batch_bridge",
+                                  params_file=os.path.join(REPO, "launch", "params", "batch_bridge.yaml"),
+                                  params={"scene": scene, "num_envs": batch, "control_rate_hz": rate})
+            return
         self.group.start_node("rlstack_sim", "sim_bridge", params_file=os.path.join(REPO, "launch", "params", "sim_bridge.yaml"),
                               params={"scene": scene, "mode": "lockstep", "camera_enabled": False, "control_rate_hz": rate,
                                       "publish_rate_hz": rate, "ground_truth_rate_hz": rate})
@@ -106,10 +116,11 @@ class _RosBench:
         self.node = rclpy.create_node("bench_learning_client", context=self.context)
         return self
 
-    def env(self, env_id: str, verify: str = "before"):
+    def env(self, env_id: str, verify: str = "before", transport: str = "topics"):
         from rlstack_learning.ros.lockstep_env import LockstepEnv
 
-        return LockstepEnv(env_id, self.node, verify=verify, timeout_s=30.0, discovery_timeout_s=60.0)
+        return LockstepEnv(env_id, self.node, verify=verify, timeout_s=30.0, discovery_timeout_s=60.0,
+                           transport=transport)
 
     def __exit__(self, *exc):
         import rclpy
@@ -166,13 +177,75 @@ def ros_lockstep(task: str, steps: int, train_steps: int) -> dict:
             out[f"late_commands_verify_{verify}"] = env.late_commands
             out[f"sync_calls_verify_{verify}"] = env.sync_calls
             env.close()
+        env = rb.env(env_id, transport="request")
+        out["ros_env_steps_per_s_request"] = round(_env_loop_rate(env, steps))
+        env.close()
         if train_steps:
             cfg = load(os.path.join(REPO, "config", "train", f"{task}.yaml"), {"algo": "ppo", "randomize": False})
             env = rb.env(env_id, "before")
             out["ros_ppo_train_fps"] = round(_ppo_1env(cfg, DummyVecEnv([lambda: Monitor(env)]), train_steps))
             env.close()
+            env = rb.env(env_id, transport="request")
+            out["ros_ppo_train_fps_request"] = round(_ppo_1env(cfg, DummyVecEnv([lambda: Monitor(env)]), train_steps))
+            env.close()
             out["in_process_ppo_train_fps"] = round(_ppo_1env(cfg, DummyVecEnv([lambda: Monitor(gym.make(env_id))]),
                                                               train_steps))
+    return out
+
+
+def _vec_loop_rate(venv, steps: int, repeats: int = 2) -> float:
+    rng = np.random.default_rng(0)
+    venv.seed(0)
+    venv.reset()
+    n = venv.num_envs
+    best = 0.0
+    for _ in range(repeats):
+        actions = rng.uniform(-0.3, 0.3, (steps, n) + venv.action_space.shape).astype(np.float32)
+        t0 = time.perf_counter()
+        for a in actions:
+            venv.step(a)
+        best = max(best, steps * n / (time.perf_counter() - t0))
+    return best
+
+
+def _ppo(cfg, venv, steps: int) -> float:
+    from rlstack_learning.config import build_hyperparams
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    model = PPO(env=VecNormalize(venv, gamma=cfg.algo_hyperparams.get("gamma", 0.99)), seed=0, device="cpu",
+                **build_hyperparams(cfg))
+    t0 = time.perf_counter()
+    model.learn(steps)
+    return model.num_timesteps / (time.perf_counter() - t0)
+
+
+def ros_batched(task: str, n_envs: int, steps: int, train_steps: int) -> dict:
+    """Same-run: the in-process n-env DummyVecEnv and PPO, then the same over a batch bridge."""
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecMonitor
+
+    from rlstack_learning.config import load
+    from rlstack_learning.ros.batch_env import BatchLockstepVecEnv
+
+    env_id, scene, rate = ROS_TASKS[task]
+    out = {"num_envs": n_envs}
+    local = make_vec_env(env_id, n_envs=n_envs, seed=0)
+    out["in_process_env_steps_per_s"] = round(_vec_loop_rate(local, steps))
+    local.close()
+    cfg = load(os.path.join(REPO, "config", "train", f"{task}.yaml"),
+               {"algo": "ppo", "randomize": False, "num_envs": n_envs})
+    if train_steps:
+        out["in_process_ppo_train_fps"] = round(_ppo(cfg, make_vec_env(env_id, n_envs=n_envs, seed=0), train_steps))
+    with _RosBench(scene, rate, batch=n_envs) as rb:
+        venv = BatchLockstepVecEnv(env_id, rb.node, timeout_s=30.0, discovery_timeout_s=60.0)
+        out["ros_env_steps_per_s"] = round(_vec_loop_rate(venv, steps))
+        if train_steps:
+            out["ros_ppo_train_fps"] = round(_ppo(cfg, VecMonitor(venv), train_steps))
+        venv.close()
+    out["env_ratio"] = round(out["ros_env_steps_per_s"] / out["in_process_env_steps_per_s"], 2)
+    if train_steps:
+        out["ppo_ratio"] = round(out["ros_ppo_train_fps"] / out["in_process_ppo_train_fps"], 2)
     return out
 
 
@@ -222,14 +295,17 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-ros", action="store_true", help="skip the over-ROS lockstep measurements")
     ap.add_argument("--ros-only", action="store_true", help="only the over-ROS lockstep measurements")
+    ap.add_argument("--batched-only", action="store_true", help="of the over-ROS measurements, only the batched ones")
     a = ap.parse_args()
     steps = 300 if a.quick else 2000
     res = {"machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(), "torch": str(torch.__version__)},
-           "env_steps_per_s": {}, "train_fps": {}, "inference_us": {}, "ros_lockstep": {}}
+           "env_steps_per_s": {}, "train_fps": {}, "inference_us": {}, "ros_lockstep": {}, "ros_batched": {}}
     if not a.no_ros:
         for task in ROS_TASKS:
-            res["ros_lockstep"][task] = ros_lockstep(task, 300 if a.quick else 2000,
-                                                     (1024 if a.quick else 4096) if task == "cartpole" else 0)
+            if not a.batched_only:
+                res["ros_lockstep"][task] = ros_lockstep(task, 300 if a.quick else 2000,
+                                                         (1024 if a.quick else 4096) if task == "cartpole" else 0)
+            res["ros_batched"][task] = ros_batched(task, 8, 100 if a.quick else 500, 4096 if a.quick else 16384)
     for task, env_id in ({} if a.ros_only else TASKS).items():
         rates = {f"{n}_envs": round(env_rate(env_id, n, max(50, steps // n))) for n in (1, 2, 8)}
         rates["2_envs_subproc"] = round(env_rate(env_id, 2, max(50, steps // 2), subproc=True))
@@ -248,11 +324,20 @@ def main() -> int:
                      f"{res['train_fps'][task]} | {inf.get('onnxruntime', '-')} | {inf.get('torch', '-')} | {inf.get('sb3_predict', '-')} |")
     if res["ros_lockstep"]:
         lines += ["", "| task (1 env) | in-process env steps/s | over ROS, verify=before | over ROS, verify=after | "
-                  "PPO fps in process | PPO fps over ROS |", "|---|---|---|---|---|---|"]
+                  "over ROS, transport=request | PPO fps in process | PPO fps over ROS (before / request) |",
+                  "|---|---|---|---|---|---|---|"]
         for task, r in res["ros_lockstep"].items():
             lines.append(f"| {task} | {r['in_process_env_steps_per_s']} | {r['ros_env_steps_per_s_verify_before']} | "
                          f"{r['ros_env_steps_per_s_verify_after']} (late commands: {r['late_commands_verify_after']}) | "
-                         f"{r.get('in_process_ppo_train_fps', '-')} | {r.get('ros_ppo_train_fps', '-')} |")
+                         f"{r['ros_env_steps_per_s_request']} | {r.get('in_process_ppo_train_fps', '-')} | "
+                         f"{r.get('ros_ppo_train_fps', '-')} / {r.get('ros_ppo_train_fps_request', '-')} |")
+    if res["ros_batched"]:
+        lines += ["", "| task, 8 envs | in-process DummyVecEnv steps/s | batch bridge over ROS steps/s | ratio | "
+                  "PPO fps in process | PPO fps over ROS | ratio |", "|---|---|---|---|---|---|---|"]
+        for task, r in res["ros_batched"].items():
+            lines.append(f"| {task} | {r['in_process_env_steps_per_s']} | {r['ros_env_steps_per_s']} | "
+                         f"{r['env_ratio']} | {r.get('in_process_ppo_train_fps', '-')} | "
+                         f"{r.get('ros_ppo_train_fps', '-')} | {r.get('ppo_ratio', '-')} |")
     print("\n".join(lines), file=sys.stderr)
     return 0
 

@@ -43,15 +43,17 @@ def client_node(ros_domain_id):
     rclpy.shutdown(context=ctx)
 
 
-@pytest.mark.parametrize("verify", ["before", "after"])
+@pytest.mark.parametrize("verify", ["before", "after", "request"])
 def test_lockstep_env_matches_in_process_env(ros_processes, params_dir, client_node, verify):
+    """verify=before/after: commands and observations on the topics; 'request': both in the step call."""
     import gymnasium as gym
 
     import rlstack_learning  # noqa: F401  (registers the envs)
     from rlstack_learning.ros.lockstep_env import LockstepEnv
 
     bridge = start_lockstep_bridge(ros_processes, params_dir)
-    ros_env = LockstepEnv("RlStack/CartPole-v0", client_node, verify=verify, timeout_s=20.0)
+    kwargs = {"transport": "request"} if verify == "request" else {"verify": verify}
+    ros_env = LockstepEnv("RlStack/CartPole-v0", client_node, timeout_s=20.0, **kwargs)
     local = gym.make("RlStack/CartPole-v0").unwrapped
     rng = np.random.default_rng(1)
     worst, steps = 0.0, 0
@@ -73,7 +75,7 @@ def test_lockstep_env_matches_in_process_env(ros_processes, params_dir, client_n
         print(f"verify={verify}: max |obs ROS - obs in-process| = {worst:.3g} over {steps} steps, "
               f"late commands {ros_env.late_commands}, sync calls {ros_env.sync_calls}")
         assert steps > 50
-        if verify == "before":
+        if verify in ("before", "request"):
             assert ros_env.late_commands == 0
         # steps = 0: nothing advances; the counter reports every command published since the reset
         r0 = ros_env._step_call(0)
@@ -82,6 +84,49 @@ def test_lockstep_env_matches_in_process_env(ros_processes, params_dir, client_n
         assert r1.commands_received == ros_env.published
     finally:
         ros_env.close()
+        local.close()
+    assert bridge.alive()
+
+
+def test_batched_vec_env_matches_in_process_vec_env(ros_processes, params_dir, client_node):
+    """A batch_bridge with 3 cart-poles behind BatchLockstepVecEnv against SB3's DummyVecEnv of the
+    in-process env, same seed and actions, across episode ends (auto-reset): observations,
+    rewards, dones and terminal observations equal (difference 0), one round trip per batch step."""
+    from stable_baselines3.common.env_util import make_vec_env
+
+    import rlstack_learning  # noqa: F401  (registers the envs)
+    from rlstack_learning.ros.batch_env import BatchLockstepVecEnv
+
+    bridge = ros_processes.start_node("rlstack_sim", "batch_bridge", params_file=params_dir / "batch_bridge.yaml",
+                                      params={"scene": "cartpole", "num_envs": 3, "control_rate_hz": 60.0})
+    ros_venv = BatchLockstepVecEnv("RlStack/CartPole-v0", client_node, timeout_s=20.0)
+    local = make_vec_env("RlStack/CartPole-v0", n_envs=3, seed=0)
+    try:
+        assert ros_venv.num_envs == 3
+        ros_venv.seed(123)
+        local.seed(123)
+        o_ros, o_loc = ros_venv.reset(), local.reset()
+        worst = float(np.max(np.abs(o_ros - o_loc)))
+        rng = np.random.default_rng(3)
+        ends = 0
+        calls0 = ros_venv.round_trips
+        for _ in range(120):
+            a = rng.uniform(-1, 1, (3, 1)).astype(np.float32)
+            o_ros, r_ros, d_ros, i_ros = ros_venv.step(a)
+            o_loc, r_loc, d_loc, i_loc = local.step(a)
+            worst = max(worst, float(np.max(np.abs(o_ros - o_loc))))
+            assert np.array_equal(r_ros, r_loc) and np.array_equal(d_ros, d_loc)
+            for k in np.flatnonzero(d_ros):
+                ends += 1
+                assert np.array_equal(i_ros[k]["terminal_observation"], i_loc[k]["terminal_observation"])
+                assert i_ros[k]["TimeLimit.truncated"] == i_loc[k]["TimeLimit.truncated"]
+        assert worst == 0.0, f"max |obs ROS - obs in-process| = {worst}"
+        assert ends >= 3, "the rollout should cross episode ends (auto-reset)"
+        assert ros_venv.round_trips - calls0 <= 120 + ends   # one per batch step, plus one per step with an end
+        print(f"batched: max |obs ROS - obs in-process| = {worst} over 120 x 3 steps, {ends} episode ends, "
+              f"{ros_venv.round_trips - calls0} round trips")
+    finally:
+        ros_venv.close()
         local.close()
     assert bridge.alive()
 
@@ -128,3 +173,24 @@ def test_train_node_trains_cartpole_over_ros_and_writes_a_bundle(ros_processes, 
     bundle = load_bundle(str(bundle_dir))  # raises BundleError on any problem
     assert bundle.io["task"] == "cartpole"
     assert (tmp_path / "runs" / "cartpole" / "ros_test" / "final" / "manifest.json").is_file()
+
+
+def test_train_node_trains_on_a_batch_bridge(ros_processes, ros_probe, params_dir, repo, tmp_path):
+    """train_node with batch_bridge: one batch_bridge process with 4 cart-poles, PPO through it."""
+    ros_processes.start_node("rlstack_sim", "batch_bridge", params_file=params_dir / "batch_bridge.yaml",
+                             params={"scene": "cartpole", "num_envs": 4, "control_rate_hz": 60.0})
+    progress = ros_probe.subscribe("/train_node/progress", String, qos=PROGRESS_QOS)
+    node = ros_processes.start_node(
+        "rlstack_learning", "train_node", params_file=params_dir / "train_node.yaml",
+        params={"task": str(repo / "config" / "train" / "cartpole.yaml"), "total_timesteps": 2048,
+                "batch_bridge": "/batch_bridge", "eval_freq": 1000000, "out_dir": str(tmp_path / "runs"),
+                "run": "batch_test", "progress_period_s": 0.5})
+    assert node.wait(timeout=300) == 0, node.tail()
+    ros_probe.spin_until(lambda: any(json.loads(m.data)["phase"] == "done" for m in progress.messages), 20,
+                         "the 'done' progress message")
+    msgs = [json.loads(m.data) for m in progress.pop_all()]
+    assert msgs[0]["phase"] == "started" and msgs[0]["num_envs"] == 4 and msgs[0]["bridges"] == ["/batch_bridge"]
+    training = [m for m in msgs if m["phase"] == "training"]
+    assert training and max(m["episodes"] for m in training) >= 4
+    assert msgs[-1]["phase"] == "done" and msgs[-1]["timesteps"] >= 2048
+    assert (tmp_path / "runs" / "cartpole" / "batch_test" / "final" / "manifest.json").is_file()

@@ -20,6 +20,7 @@ setup(
     entry_points={
         "console_scripts": [
             "sim_bridge = rlstack_sim.bridge_node:main",
+            "batch_bridge = rlstack_sim.batch_bridge:main",
             "sim_snapshots = rlstack_sim.snapshots:main",
         ],
     },

@@ -35,8 +35,8 @@ from rlstack_common import declare_parameter, run_node
 from rlstack_interfaces.srv import ResetSim, SimStep
 from rlstack_sim import convert
 from rlstack_sim.commands import VelocityLimiter
-from rlstack_sim.core import (BaseOdometry, CommandHandler, Stepper, apply_reset, check_reset, diagnostic_values,
-                              make_backend)
+from rlstack_sim.core import (BaseOdometry, CommandHandler, Stepper, apply_request_commands, apply_reset,
+                              check_reset, diagnostic_values, make_backend, plan_request_commands)
 from rlstack_sim.config import MODES, ConfigError, RateMeter, check_choice, every_n_steps, steps_per_control
 from rlstack_sim.parameters import bridge_parameters, depth_noise, odometry_errors
 
@@ -237,8 +237,20 @@ class SimBridge(Node):
     def _publish_due(self, force: bool = False) -> None:
         publish = {"clock": self._publish_clock, "state": self._publish_state,
                    "ground_truth": self._publish_ground_truth, "camera": self._publish_cameras}
+        lockstep = self.mode == "lockstep"
         for stream in self.stepper.due(force):
+            # Lockstep: a stream nobody subscribes to is not built at all (its messages would go to no one;
+            # the topics are volatile, so a later subscriber would not get them either). A training client
+            # that takes its observations from the step response then costs no publishes.
+            if lockstep and not self._stream_listened(stream):
+                continue
             publish[stream]()
+
+    def _stream_listened(self, stream: str) -> bool:
+        pubs = {"clock": (self.clock_pub,), "state": (self.joint_pub, self.odom_pub, self.tf_pub),
+                "ground_truth": (self.gt_pose_pub, self.gt_marker_pub, self.gt_odom_pub),
+                "camera": tuple(p for pubs in self.cameras.values() for p in pubs)}[stream]
+        return any(p is not None and p.get_subscription_count() for p in pubs)
 
     def _publish_clock(self) -> None:
         self.clock_pub.publish(Clock(clock=self._stamp()))
@@ -346,6 +358,13 @@ class SimBridge(Node):
         if self.stepper.paused:
             response.success, response.message = False, "paused (call ~/pause with data=false)"
             return response
+        if request.command_topics or request.command_values:  # commands carried in the request
+            refused, plan = plan_request_commands(list(request.command_topics), len(request.command_values),
+                                                  self.commands.channels)
+            if refused:
+                response.success, response.message = False, refused
+                return response
+            apply_request_commands(self.commands, plan, request.command_values)
         if request.steps > 0:  # steps = 0: advance nothing, just report (lockstep clients sync on the counter)
             self.stepper.run(int(request.steps), self._publish_due, publish_inside=self.camera_in_lockstep)
             self._publish_due()
@@ -358,6 +377,8 @@ class SimBridge(Node):
         if self.has_base:
             odom, cov = self._base_odometry()
             response.odom = convert.odometry_msg(odom, response.sim_time, cov)
+        if request.with_objects:
+            response.object_names, response.object_poses = convert.object_poses(self.sim.ground_truth())
         return response
 
     def _on_pause(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:

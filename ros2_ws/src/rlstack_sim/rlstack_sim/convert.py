@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import array
 import math
-from typing import Mapping, Optional, Sequence, Tuple
+from typing import List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 from builtin_interfaces.msg import Time
@@ -146,6 +146,12 @@ def depth_msg(frame: CameraFrame, stamp: Time) -> Image:
 
 
 _MARKER_TYPES = {"box": Marker.CUBE, "sphere": Marker.SPHERE, "cylinder": Marker.CYLINDER}
+
+
+def object_poses(objects: Mapping[str, ObjectState]) -> Tuple[List[str], List[PoseMsg]]:
+    """(names, poses) of the objects sorted by name: the order of :func:`ground_truth_msgs`."""
+    names = sorted(objects)
+    return names, [_fill_pose(PoseMsg(), objects[n].pose.position, objects[n].pose.orientation) for n in names]
 
 
 def ground_truth_msgs(objects: Mapping[str, ObjectState], frame_id: str, stamp: Time,

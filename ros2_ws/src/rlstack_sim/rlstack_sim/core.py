@@ -26,8 +26,9 @@ from rlstack_sim.commands import (BaseStallMonitor, CommandRejected, GripperStal
                                   validate_scalar, validate_twist)
 from rlstack_sim.config import ConfigError, RateMeter
 
-__all__ = ["BaseOdometry", "CommandHandler", "FAST_SLICE_S", "MAX_CATCHUP_STEPS", "STREAMS", "Stepper",
-           "WARN_PERIOD_S", "apply_reset", "check_reset", "diagnostic_values", "make_backend"]
+__all__ = ["BaseOdometry", "CommandHandler", "FAST_SLICE_S", "MAX_CATCHUP_STEPS", "REQUEST_COMMANDS", "STREAMS",
+           "Stepper", "WARN_PERIOD_S", "apply_request_commands", "apply_reset", "check_reset", "diagnostic_values",
+           "make_backend", "plan_request_commands"]
 
 # Wall-clock budget of one fast-mode timer callback: commands and services are served between slices.
 FAST_SLICE_S = 0.02
@@ -70,6 +71,7 @@ class CommandHandler:
         self.hold_joints: Dict[str, JointBounds] = {}
         self.cart_max_force = 0.0
         self.plate_bounds: List[JointBounds] = []
+        self.channels: List[str] = []   # the scene's command channels (configure)
 
     def configure(self, spec, joint_limits, capabilities, capability) -> List[str]:
         """A newly loaded scene: joint bounds from ``spec`` and the backend's ``joint_limits``, a fresh
@@ -99,6 +101,7 @@ class CommandHandler:
                 channels.append(channel)
                 if dog is not None:
                     self.watchdog.add(dog)
+        self.channels = channels
         return channels
 
     def reset(self) -> None:
@@ -235,6 +238,52 @@ class CommandHandler:
                 f"w {measured[1]:.3f}); wheel speeds {wheels} rad/s; re-sending the wheel command")
             self.sim.set_base_velocity(*self.limiter.current)
         return "base stalled: commanded but not moving" if self.stall_monitor.reported else ""
+
+
+# =========================================================================== commands in a step request
+#: commands a step request may carry (SimStep / SimStepBatch ``command_topics``): topic relative to the
+#: bridge -> (CommandHandler channel, values per command)
+REQUEST_COMMANDS: Dict[str, Tuple[str, int]] = {
+    "cmd_vel": ("cmd_vel", 2), "arm/ee_delta": ("ee_delta", 3), "arm/ee_yaw": ("ee_yaw", 1),
+    "arm/gripper": ("gripper", 1), "cartpole/force": ("cart_force", 1), "ball_plate/angles": ("plate_angles", 3),
+}
+
+
+def plan_request_commands(topics: Sequence[str], n_values: int, channels: Sequence[str],
+                          copies: int = 1) -> Tuple[str, List[Tuple[str, int]]]:
+    """Check a request's ``command_topics`` against the scene's ``channels`` and the number of
+    ``command_values`` (``copies`` sets of them: one per env of a batch). Returns ('', plan) with
+    plan = [(channel, values per command)], or (the reason it is refused, [])."""
+    plan = []
+    for topic in topics:
+        key = topic.strip("/")
+        if key not in REQUEST_COMMANDS:
+            return (f"command topic '{topic}' cannot be carried in a step request (these can: "
+                    f"{', '.join(sorted(REQUEST_COMMANDS))}); publish it on its topic instead"), []
+        channel, arity = REQUEST_COMMANDS[key]
+        if channel not in channels:
+            return f"command topic '{topic}' is not one this scene takes (it takes: {', '.join(channels)})", []
+        plan.append((channel, arity))
+    per_copy = sum(a for _, a in plan)
+    if n_values != per_copy * copies:
+        return (f"command_values has {n_values} values, expected {per_copy * copies} "
+                f"({copies} x {per_copy} for topics {list(topics)})"), []
+    return "", plan
+
+
+def apply_request_commands(handler: "CommandHandler", plan: Sequence[Tuple[str, int]], values: Sequence[float]) -> None:
+    """Apply a planned request's values in order through ``handler``, exactly as the same messages on
+    the command topics would be (validation, limits, counters, watchdog)."""
+    i = 0
+    for channel, arity in plan:
+        v = [float(x) for x in values[i:i + arity]]
+        i += arity
+        if channel == "cmd_vel":
+            handler.cmd_vel(v[0], v[1], (0.0, 0.0, 0.0, 0.0))
+        elif channel == "gripper":
+            handler.gripper(v[0] > 0)
+        else:
+            getattr(handler, channel)(*v)
 
 
 # =========================================================================== stepping

@@ -128,6 +128,23 @@ class ActWriter:
             self.topics[s.topic] = s.msg_type
             self.slots.append((s.topic, s.field, s.msg_type.endswith("/Bool")))
 
+    def request_values(self, command: np.ndarray) -> List[float]:
+        """The command as a step request carries it (SimStep ``command_values`` for
+        ``command_topics`` = :attr:`topics`, in order): Float64/Bool 1 value (Bool: 1.0 when
+        value > 0, as :meth:`messages` decides), Vector3 3 (x, y, z; fields no term sets are 0)."""
+        out: List[float] = []
+        for topic, msg_type in self.topics.items():
+            if msg_type.endswith("/Vector3"):
+                xyz = {"x": 0.0, "y": 0.0, "z": 0.0}
+                for value, (t, field, _) in zip(command, self.slots):
+                    if t == topic:
+                        xyz[field] = float(value)
+                out += [xyz["x"], xyz["y"], xyz["z"]]
+            else:
+                value, is_bool = next((v, b) for v, (t, _, b) in zip(command, self.slots) if t == topic)
+                out.append((1.0 if value > 0 else 0.0) if is_bool else float(value))
+        return out
+
     def messages(self, command: np.ndarray, classes: Dict[str, type]) -> Dict[str, Any]:
         """One message per target topic for a command vector (term units)."""
         msgs = {topic: classes[topic]() for topic in self.topics}

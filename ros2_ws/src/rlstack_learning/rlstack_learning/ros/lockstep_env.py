@@ -21,7 +21,16 @@ to 0 by ``~/reset``). The env counts what it published.
   tells exactly whether the command applied to this step. A late command is counted in
   ``late_commands`` (and ``info["late_command"]``), not prevented.
 
-Observations stamped with the post-step sim time: every observation topic's newest
+``transport="request"`` (one round trip, exact, fastest): the command travels in the step
+request (``SimStep.command_topics``/``command_values``, applied by the bridge before it steps,
+through the same validation as the topics) and the observation comes back in the response
+(``joint_state`` and, with ``with_objects``, the ground-truth object poses: the same values the
+bridge would publish). No topic is published or subscribed, so a lockstep bridge publishes
+nothing for this client (it builds only the streams that have subscribers). ``verify`` does not
+apply (the command cannot be late). The default ``transport="topics"`` trains on the
+deployment topics themselves, as described above.
+
+Observations stamped with the post-step sim time (``transport="topics"``): every observation topic's newest
 message must carry ``response.sim_time`` (bounded by ``timeout_s``). The bridge must
 publish them every control step: ``publish_rate_hz`` >= and ``ground_truth_rate_hz`` ==
 the task's control rate, and ``control_rate_hz`` equal to it (checked from the first step).
@@ -35,6 +44,7 @@ bridge with seed ``s``: the same initial state as the in-process env's episode `
 from __future__ import annotations
 
 import time
+from types import SimpleNamespace
 from typing import Any, Callable, Dict, List, Optional, Union
 
 import gymnasium as gym
@@ -42,7 +52,7 @@ import numpy as np
 
 from ..checkpoints import TrainingInterrupted
 from ..envs import ENVS, TRAIN_SEED_LIMIT
-from .io import MARKER_ARRAY, ActWriter, ObsReader, stamp_ns
+from .io import JOINT_STATE, MARKER_ARRAY, POSE_ARRAY, ActWriter, ObsReader, stamp_ns
 
 
 class LockstepError(RuntimeError):
@@ -79,7 +89,7 @@ class LockstepEnv(gym.Env):
     def __init__(self, task: Union[str, type], node, executor=None, bridge: str = "/sim_bridge",
                  verify: str = "before", timeout_s: float = 10.0, sync_timeout_s: float = 2.0,
                  discovery_timeout_s: float = 30.0, randomize: Any = False,
-                 should_stop: Optional[Callable[[], bool]] = None) -> None:
+                 should_stop: Optional[Callable[[], bool]] = None, transport: str = "topics") -> None:
         super().__init__()
         self.should_stop = should_stop or (lambda: False)
         from rclpy.qos import qos_profile_system_default
@@ -91,6 +101,9 @@ class LockstepEnv(gym.Env):
             raise ValueError("domain randomisation is not available over ROS (masses/friction need the simulator)")
         if verify not in ("before", "after"):
             raise ValueError(f"verify must be 'before' or 'after', got {verify!r}")
+        if transport not in ("topics", "request"):
+            raise ValueError(f"transport must be 'topics' or 'request', got {transport!r}")
+        self.transport = transport
         self.task_cls = cls
         self.node = node
         self.own_executor = executor is None
@@ -111,15 +124,23 @@ class LockstepEnv(gym.Env):
 
         self._latest: Dict[str, Any] = {}
         self._names: Dict[str, List[str]] = {}
-        self._subs = [node.create_subscription(_msg_class(t), topic, self._store(topic), 10)
-                      for topic, t in self.reader.topic_types.items()]
-        self._marker_topics = {}
-        for topic in self.reader.pose_topics:  # object names of a PoseArray: MarkerArray ns, same order
-            mt = topic.rsplit("/", 1)[0] + "/markers"
-            self._marker_topics[mt] = topic
-            self._subs.append(node.create_subscription(_msg_class(MARKER_ARRAY), mt, self._store_names(topic), 10))
+        self._subs: List[Any] = []
+        self._marker_topics: Dict[str, str] = {}
         self._classes = {topic: _msg_class(t) for topic, t in self.writer.topics.items()}
-        self._pubs = {topic: node.create_publisher(self._classes[topic], topic, 10) for topic in self.writer.topics}
+        self._pubs: Dict[str, Any] = {}
+        if transport == "topics":
+            self._subs = [node.create_subscription(_msg_class(t), topic, self._store(topic), 10)
+                          for topic, t in self.reader.topic_types.items()]
+            for topic in self.reader.pose_topics:  # object names of a PoseArray: MarkerArray ns, same order
+                mt = topic.rsplit("/", 1)[0] + "/markers"
+                self._marker_topics[mt] = topic
+                self._subs.append(node.create_subscription(_msg_class(MARKER_ARRAY), mt, self._store_names(topic),
+                                                           10))
+            self._pubs = {topic: node.create_publisher(self._classes[topic], topic, 10) for topic in self.writer.topics}
+        self._req_topics = [t.lstrip("/") for t in self.writer.topics]
+        unknown = [t for t, ty in self.reader.topic_types.items() if ty not in (JOINT_STATE, POSE_ARRAY)]
+        if transport == "request" and unknown:
+            raise ValueError(f"transport 'request' reads joint states and object poses only, not {unknown}")
         self._step_cli = node.create_client(SimStep, f"{bridge}/step", qos_profile=qos_profile_system_default)
         self._reset_cli = node.create_client(ResetSim, f"{bridge}/reset", qos_profile=qos_profile_system_default)
         self._SimStep, self._ResetSim = SimStep, ResetSim
@@ -171,11 +192,25 @@ class LockstepEnv(gym.Env):
             raise fut.exception()
         return fut.result()
 
-    def _step_call(self, steps: int):
-        r = self._call(self._step_cli, self._SimStep.Request(steps=steps), "the bridge's step service")
+    def _step_call(self, steps: int, command: Optional[np.ndarray] = None):
+        req = self._SimStep.Request(steps=steps, with_objects=self.transport == "request" and
+                                    bool(self.reader.pose_topics))
+        if command is not None:
+            req.command_topics = self._req_topics
+            req.command_values = self.writer.request_values(command)
+        r = self._call(self._step_cli, req, "the bridge's step service")
         if not r.success:
             raise LockstepError(f"bridge refused step({steps}): {r.message}")
         return r
+
+    def _take_response(self, r) -> None:
+        """transport 'request': the observation's sources from a step response."""
+        for topic, msg_type in self.reader.topic_types.items():
+            if msg_type == JOINT_STATE:
+                self._latest[topic] = r.joint_state
+            else:
+                self._latest[topic] = SimpleNamespace(poses=r.object_poses, header=r.joint_state.header)
+                self._names[topic] = list(r.object_names)
 
     def _wait_obs(self, target_ns: int, what: str) -> None:
         topics = list(self.reader.topic_types)
@@ -210,6 +245,11 @@ class LockstepEnv(gym.Env):
             raise LockstepError(f"bridge reset failed: {r.message}")
         self.published = 0  # the bridge's counter restarts at 0 on reset
         self._sim_ns = stamp_ns(r.sim_time)
+        if self.transport == "request":
+            self._take_response(self._step_call(0))
+            self.reader.reset()
+            self.steps = 0
+            return self._observe(self._raw()), {"episode_seed": episode_seed, "randomization": {}}
         try:
             self._wait_obs(self._sim_ns, "the observation after reset")
         except LockstepError:
@@ -224,11 +264,19 @@ class LockstepEnv(gym.Env):
 
     def step(self, action):
         command = self.task.action_to_command(action)
-        for topic, msg in self.writer.messages(command, self._classes).items():
-            self._pubs[topic].publish(msg)
-            self.published += 1
         late = False
-        if self.verify == "before":
+        if self.transport == "request":  # the command in the request: applied before the step, never late
+            self.published += len(self._req_topics)
+            r = self._step_call(1, command)
+        else:
+            for topic, msg in self.writer.messages(command, self._classes).items():
+                self._pubs[topic].publish(msg)
+                self.published += 1
+        if self.transport == "request":
+            if r.commands_received < self.published:
+                raise LockstepError(f"the bridge rejected the command {command.tolist()} carried in the step request "
+                                    "(see its log: non-finite or out of range)")
+        elif self.verify == "before":
             deadline = time.monotonic() + self.sync_timeout_s
             while self._step_call(0).commands_received < self.published:
                 self.sync_calls += 1
@@ -250,7 +298,10 @@ class LockstepEnv(gym.Env):
             raise LockstepError(f"one step advanced sim time by {target - self._sim_ns} ns, expected {self.period_ns} "
                                 f"(set the bridge's control_rate_hz to {self.task_cls.control_rate_hz:g})")
         self._sim_ns = target
-        self._wait_obs(target, "the observation stamped with the post-step sim time")
+        if self.transport == "request":
+            self._take_response(r)
+        else:
+            self._wait_obs(target, "the observation stamped with the post-step sim time")
         self.steps += 1
         raw = self._raw()
         reward, terminated, info = self.task._reward_terminated(raw, command)

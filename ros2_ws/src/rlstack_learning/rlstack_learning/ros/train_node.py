@@ -1,7 +1,10 @@
 """``train_node``: train a task through a lockstep sim_bridge over ROS 2, publish progress, write a bundle.
 
 A thin rclpy adapter around :func:`rlstack_learning.train.train`: the environments are
-:class:`~rlstack_learning.ros.lockstep_env.LockstepEnv` (one per bridge: ``bridges``),
+:class:`~rlstack_learning.ros.lockstep_env.LockstepEnv` (one per bridge: ``bridges``, on the
+deployment topics or, ``transport: request``, with command and observation in the step call),
+or one :class:`~rlstack_learning.ros.batch_env.BatchLockstepVecEnv` over a ``batch_bridge``
+(``batch_bridge``: all envs in one bridge process, one round trip per batch step),
 progress goes out as JSON on ``~/progress`` (``std_msgs/String``), and at the end the best
 model is exported to a bundle (``bundle_dir``; its evaluation runs in-process).
 
@@ -58,6 +61,11 @@ class TrainNode(Node):
         self.eval_freq = d("eval_freq", 0, "Validation every N steps, in-process (0: the config's)",
                            min_value=0, max_value=2**31 - 1)
         self.bridges = d("bridges", ["/sim_bridge"], "Lockstep bridges, one env each (their ~/step, ~/reset)")
+        self.batch_bridge = d("batch_bridge", "", "A batch_bridge node (all envs in one process, one round trip per "
+                              "batch step; num_envs = its num_envs); empty: one env per entry of bridges")
+        self.transport = d("transport", "topics", "Single bridges: topics (commands and observations on the "
+                           "deployment topics) or request (both in the step service call: one round trip, faster)",
+                           constraints="one of: topics, request")
         self.verify = d("verify", "before", "Command ordering check: before (steps=0 sync, exact) or after "
                         "(one call, late commands counted)", constraints="one of: before, after")
         self.timeout_s = d("timeout_s", 10.0, "Longest wait for a service answer or an observation, s",
@@ -72,10 +80,12 @@ class TrainNode(Node):
         self.show_progress = d("progress_bar", False, "Also show the tqdm/rich progress bar on stdout")
         if self.verify not in ("before", "after"):
             raise ConfigError(f"verify must be 'before' or 'after', got {self.verify!r}")
+        if self.transport not in ("topics", "request"):
+            raise ConfigError(f"transport must be 'topics' or 'request', got {self.transport!r}")
         qos = rclpy.qos.QoSProfile(depth=100, reliability=rclpy.qos.ReliabilityPolicy.RELIABLE,
                                    durability=rclpy.qos.DurabilityPolicy.TRANSIENT_LOCAL)
         self.progress_pub = self.create_publisher(String, "~/progress", qos)
-        self.envs: List[LockstepEnv] = []
+        self.envs: List[Any] = []   # LockstepEnv, or one BatchLockstepVecEnv
 
     def publish(self, **fields: Any) -> None:
         self.progress_pub.publish(String(data=json.dumps(fields)))
@@ -83,30 +93,47 @@ class TrainNode(Node):
     # ------------------------------------------------------------------ the job
     def run(self, stop: Optional[StopFlag] = None) -> int:
         self.stop = stop
+        executor = make_executor(self.context)
+        executor.add_node(self)
+        batch = None
+        if self.batch_bridge:
+            from .batch_env import BatchLockstepVecEnv
+
+            env_id = load(self.task, {"randomize": False})["env_id"]
+            batch = BatchLockstepVecEnv(env_id, self, executor=executor, bridge=self.batch_bridge,
+                                        timeout_s=self.timeout_s, should_stop=lambda: self.stopped)
+            self.envs.append(batch)
         overrides = {"algo": self.algo or None, "total_timesteps": self.total_timesteps or None,
                      "seed": self.seed if self.seed >= 0 else None, "eval_freq": self.eval_freq or None,
-                     "num_envs": len(self.bridges), "randomize": False, "vec_env": "dummy"}
+                     "num_envs": batch.num_envs if batch else len(self.bridges), "randomize": False,
+                     "vec_env": "dummy"}
         cfg = load(self.task, overrides)
         run = self.run_name or f"{cfg.algo}_ros_s{cfg['seed']}_{time.strftime('%Y%m%d-%H%M%S')}"
         run_dir = os.path.join(self.out_dir, cfg["task"], run)
         resume = os.path.exists(os.path.join(run_dir, "config.yaml"))
         if resume and latest_checkpoint(run_dir)[0] is None:
             raise ConfigError(f"run folder {run_dir} exists and holds no checkpoint to resume; choose another 'run'")
-        executor = make_executor(self.context)
-        executor.add_node(self)
+        bridges = [self.batch_bridge] if batch else list(self.bridges)
         self.publish(phase="started", task=cfg["task"], algo=cfg.algo, total_timesteps=cfg["total_timesteps"],
-                     bridges=list(self.bridges), run_dir=run_dir)
+                     bridges=bridges, num_envs=cfg["num_envs"], run_dir=run_dir)
         self.get_logger().info(f"training {cfg['task']} with {cfg.algo.upper()} over ROS in lockstep on "
-                               f"{', '.join(self.bridges)} -> {run_dir}")
+                               f"{', '.join(bridges)} ({cfg['num_envs']} envs"
+                               f"{', batched' if batch else ', transport ' + self.transport}) -> {run_dir}")
 
         def venv_factory(c, seed):
             from stable_baselines3.common.monitor import Monitor
-            from stable_baselines3.common.vec_env import DummyVecEnv
+            from stable_baselines3.common.vec_env import DummyVecEnv, VecMonitor
+
+            if batch is not None:
+                venv = VecMonitor(batch)
+                venv.seed(seed)
+                return venv
 
             def make(bridge):
                 def thunk():
                     env = LockstepEnv(c["env_id"], self, executor=executor, bridge=bridge, verify=self.verify,
-                                      timeout_s=self.timeout_s, should_stop=lambda: self.stopped)
+                                      timeout_s=self.timeout_s, should_stop=lambda: self.stopped,
+                                      transport=self.transport)
                     self.envs.append(env)
                     return Monitor(env)
                 return thunk
@@ -118,8 +145,8 @@ class TrainNode(Node):
 
         summary = train(cfg, run_dir, resume=resume, progress=self.show_progress, venv_factory=venv_factory,
                         extra_callbacks=[self._progress_callback(cfg, run_dir)])
-        late = sum(e.late_commands for e in self.envs)
-        syncs = sum(e.sync_calls for e in self.envs)
+        late = sum(getattr(e, "late_commands", 0) for e in self.envs)
+        syncs = sum(getattr(e, "sync_calls", 0) for e in self.envs)
         if summary.get("interrupted"):
             for env in self.envs:
                 env.close()
@@ -190,8 +217,8 @@ class TrainNode(Node):
                     mean_return_10=round(sum(self.returns) / len(self.returns), 3) if self.returns else None,
                     success_rate_10=round(sum(self.successes) / len(self.successes), 3) if self.successes else None,
                     wall_time_s=round(el, 2), run_dir=run_dir,
-                    late_commands=sum(e.late_commands for e in node.envs),
-                    sync_calls=sum(e.sync_calls for e in node.envs))
+                    late_commands=sum(getattr(e, "late_commands", 0) for e in node.envs),
+                    sync_calls=sum(getattr(e, "sync_calls", 0) for e in node.envs))
 
             def _on_training_end(self) -> None:
                 self.publish(time.perf_counter())

@@ -1,0 +1,218 @@
+"""A Stable-Baselines3 ``VecEnv`` over a ``batch_bridge``: N envs, one service round trip per batch step.
+
+The batch bridge (``rlstack_sim.batch_bridge``) holds N simulator instances in one process.
+``step_wait`` sends the commands of all N envs in one ``SimStepBatch`` request (``io.yaml``
+semantics: :meth:`ActWriter.request_values`, applied by the bridge through the same validation
+as the command topics) and reads all N observations from the reply: joint states and the
+ground-truth object positions, turned into observation terms by the same
+:class:`~rlstack_learning.ros.io.ObsReader` a topic-fed env uses. Envs that ended are reset in a
+second call (only on steps where an episode ended), and their reset observation is returned
+with ``info["terminal_observation"]`` set, as SB3's ``DummyVecEnv`` does.
+
+Seeding matches ``DummyVecEnv`` of the in-process env: after ``seed(s)`` the first reset of env
+i plays episode ``s + i``, and later episodes draw their seeds from each env's own generator
+seeded the way ``gymnasium.Env.reset(seed=...)`` seeds it. So for the same seeds and actions the
+observations, rewards and episode ends equal the in-process env's (the ball of ball-on-plate
+starts at rest over ROS, as in :class:`~rlstack_learning.ros.lockstep_env.LockstepEnv`).
+"""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+from typing import Any, Callable, List, Optional, Sequence, Union
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.utils import seeding
+from stable_baselines3.common.vec_env.base_vec_env import VecEnv
+
+from ..envs import ENVS, TRAIN_SEED_LIMIT
+from .io import JOINT_STATE, ActWriter, ObsReader
+from .lockstep_env import LockstepError, LockstepInterrupted, make_executor
+
+
+class BatchLockstepVecEnv(VecEnv):
+    def __init__(self, task: Union[str, type], node, executor=None, bridge: str = "/batch_bridge",
+                 timeout_s: float = 10.0, discovery_timeout_s: float = 30.0, randomize: Any = False,
+                 should_stop: Optional[Callable[[], bool]] = None) -> None:
+        from rclpy.qos import qos_profile_system_default
+
+        from rlstack_interfaces.srv import SimStepBatch
+
+        cls = ENVS[task] if isinstance(task, str) else task
+        if randomize:
+            raise ValueError("domain randomisation is not available over ROS (masses/friction need the simulator)")
+        self.task_cls, self.node, self.timeout_s = cls, node, float(timeout_s)
+        self.should_stop = should_stop or (lambda: False)
+        self.own_executor = executor is None
+        self.executor = executor or make_executor(node.context)
+        if self.own_executor:
+            self.executor.add_node(node)
+        self._SimStepBatch = SimStepBatch
+        self.round_trips = 0
+        self._cli = node.create_client(SimStepBatch, f"{bridge}/step", qos_profile=qos_profile_system_default)
+        self._spin_until(self._cli.service_is_ready, discovery_timeout_s,
+                         f"the batch bridge's step service {bridge}/step (is a batch_bridge running?)")
+        first = self._call(steps=0)
+        n = len(first.sim_time)
+        self.writer = ActWriter(cls.act_terms)
+        self._topics = [t.lstrip("/") for t in self.writer.topics]
+        self.readers = [ObsReader(cls.obs_terms, cls.control_rate_hz) for _ in range(n)]
+        self._joint_topics = [t for t, ty in self.readers[0].topic_types.items() if ty == JOINT_STATE]
+        self._pose_topics = self.readers[0].pose_topics
+        self.tasks = [object.__new__(cls) for _ in range(n)]  # sim-free: reward/termination hooks, action mapping
+        self._obs_scale = np.array([t.scale for t in cls.obs_terms], dtype=np.float64)
+        obs_space = gym.spaces.Box(-np.inf, np.inf, shape=(len(cls.obs_terms),), dtype=np.float32)
+        act_space = (gym.spaces.Discrete(len(cls.act_terms[0].choices)) if cls.discrete
+                     else gym.spaces.Box(-1.0, 1.0, shape=(len(cls.act_terms),), dtype=np.float32))
+        super().__init__(n, obs_space, act_space)
+        self._rngs: List[Optional[np.random.Generator]] = [None] * n
+        self.episode_seeds: List[Optional[int]] = [None] * n
+        self.steps = np.zeros(n, dtype=np.int64)
+        self.published = np.zeros(n, dtype=np.int64)
+        self._actions: Optional[np.ndarray] = None
+        self.render_mode = None
+
+    # ------------------------------------------------------------ ROS plumbing
+    def _spin_until(self, predicate, timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if self.should_stop():
+                raise LockstepInterrupted(f"stopped while waiting for {what}")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise LockstepError(f"timed out after {timeout:g} s waiting for {what}")
+            self.executor.spin_once(timeout_sec=min(0.1, remaining))
+
+    def _call(self, steps: int, values: Sequence[float] = (), reset_seeds: Sequence[int] = ()):
+        req = self._SimStepBatch.Request(steps=steps, reset_seeds=[int(s) for s in reset_seeds])
+        if len(values):
+            req.command_topics = self._topics
+            req.command_values = np.asarray(values, dtype=np.float64).ravel()
+        fut = self._cli.call_async(req)
+        self._spin_until(fut.done, self.timeout_s, "the batch bridge's step response")
+        if fut.exception() is not None:
+            raise fut.exception()
+        r = fut.result()
+        self.round_trips += 1
+        if not r.success:
+            raise LockstepError(f"batch bridge refused the call: {r.message}")
+        return r
+
+    def _raw(self, r, i: int) -> np.ndarray:
+        """Env i's raw observation from a response (the ObsReader's message views)."""
+        nj, no = len(r.joint_names), len(r.object_names)
+        msgs = {}
+        names = {}
+        if self._joint_topics:
+            sl = slice(i * nj, (i + 1) * nj)
+            js = SimpleNamespace(name=list(r.joint_names), position=r.joint_position[sl],
+                                 velocity=r.joint_velocity[sl], effort=r.joint_effort[sl])
+            msgs.update({t: js for t in self._joint_topics})
+        if self._pose_topics:
+            pos = np.asarray(r.object_position).reshape(-1, no, 3)[i]
+            poses = SimpleNamespace(poses=[SimpleNamespace(position=SimpleNamespace(x=p[0], y=p[1], z=p[2]))
+                                           for p in pos.tolist()])
+            for t in self._pose_topics:
+                msgs[t], names[t] = poses, list(r.object_names)
+        raw = self.readers[i].read(msgs, names)
+        if names:
+            self.tasks[i]._z = self.readers[i].pose_z(msgs, names)  # ball-on-plate's "fell through" check
+        return raw
+
+    def _observe(self, raw: np.ndarray) -> np.ndarray:
+        return (raw * self._obs_scale).astype(np.float32)
+
+    def _episode_seed(self, i: int, seed: Optional[int]) -> int:
+        """As ``gymnasium.Env.reset(seed=...)`` then ``LockstepEnv.reset``: a given seed re-seeds env i's
+        generator and is the episode seed; otherwise the next episode seed is drawn from it."""
+        if seed is not None:
+            self._rngs[i], _ = seeding.np_random(int(seed))
+            return int(seed)
+        if self._rngs[i] is None:
+            self._rngs[i], _ = seeding.np_random()
+        return int(self._rngs[i].integers(0, TRAIN_SEED_LIMIT))
+
+    def _reset_envs(self, which: Sequence[int], seeds: Sequence[Optional[int]]):
+        reset_seeds = [-1] * self.num_envs
+        for i, s in zip(which, seeds):
+            reset_seeds[i] = self.episode_seeds[i] = self._episode_seed(i, s)
+        r = self._call(0, (), reset_seeds)
+        obs = {}
+        for i in which:
+            self.readers[i].reset()
+            self.steps[i] = 0
+            self.published[i] = 0
+            obs[i] = self._observe(self._raw(r, i))
+            self.reset_infos[i] = {"episode_seed": self.episode_seeds[i], "randomization": {}}
+        return obs
+
+    # ------------------------------------------------------------ VecEnv API
+    def reset(self):
+        seeds = [self._seeds[i] if self._seeds else None for i in range(self.num_envs)]
+        obs = self._reset_envs(range(self.num_envs), seeds)
+        self._reset_seeds()
+        self._reset_options()
+        return np.stack([obs[i] for i in range(self.num_envs)])
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._actions = np.asarray(actions)
+
+    def step_wait(self):
+        if self.should_stop():
+            raise LockstepInterrupted("stopped before a batch step")
+        commands = [task.action_to_command(a) for task, a in zip(self.tasks, self._actions)]
+        values = [self.writer.request_values(c) for c in commands]
+        r = self._call(1, np.asarray(values, dtype=np.float64))
+        self.published += len(self._topics)
+        got = np.asarray(r.commands_received, dtype=np.int64)
+        if np.any(got != self.published):
+            bad = int(np.flatnonzero(got != self.published)[0])
+            raise LockstepError(f"env {bad}: the batch bridge counted {got[bad]} accepted commands, this env sent "
+                                f"{self.published[bad]} (a command rejected as non-finite or out of range?)")
+        obs = np.zeros((self.num_envs,) + self.observation_space.shape, dtype=np.float32)
+        rewards = np.zeros(self.num_envs, dtype=np.float32)
+        dones = np.zeros(self.num_envs, dtype=bool)
+        infos: List[dict] = [{} for _ in range(self.num_envs)]
+        ended = []
+        for i in range(self.num_envs):
+            self.steps[i] += 1
+            raw = self._raw(r, i)
+            reward, terminated, info = self.tasks[i]._reward_terminated(raw, commands[i])
+            truncated = not terminated and self.steps[i] >= self.task_cls.max_episode_steps
+            if terminated or truncated:
+                info.setdefault("is_success", bool(truncated))
+                ended.append(i)
+            info["TimeLimit.truncated"] = bool(truncated)
+            obs[i], rewards[i], dones[i], infos[i] = self._observe(raw), reward, terminated or truncated, info
+        if ended:  # auto-reset, as DummyVecEnv: the returned observation is the next episode's first
+            fresh = self._reset_envs(ended, [None] * len(ended))
+            for i in ended:
+                infos[i]["terminal_observation"] = obs[i].copy()
+                obs[i] = fresh[i]
+        return obs, rewards, dones, infos
+
+    def close(self) -> None:
+        if self._cli is not None:
+            self.node.destroy_client(self._cli)
+            self._cli = None
+        if self.own_executor and self.executor is not None:
+            self.executor.remove_node(self.node)
+            self.executor = None
+
+    def _indices_list(self, indices) -> List[int]:
+        return list(self._get_indices(indices))
+
+    def get_attr(self, attr_name: str, indices=None) -> List[Any]:
+        return [getattr(self.tasks[i], attr_name, getattr(self, attr_name, None)) for i in self._indices_list(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices=None) -> None:
+        for i in self._indices_list(indices):
+            setattr(self.tasks[i], attr_name, value)
+
+    def env_method(self, method_name: str, *method_args, indices=None, **method_kwargs) -> List[Any]:
+        raise NotImplementedError(f"env_method({method_name!r}): the envs live in the batch bridge process")
+
+    def env_is_wrapped(self, wrapper_class, indices=None) -> List[bool]:
+        return [False for _ in self._indices_list(indices)]

@@ -1,0 +1,112 @@
+"""batch_bridge: N simulator instances of one scene in one process, stepped per service call.
+
+A thin adapter over :class:`rlstack_sim.batch.BatchSims`: ``~/step`` (``rlstack_interfaces/SimStepBatch``)
+carries the commands of all N envs (and per-env resets) and answers with all N states as flat
+arrays, so a vectorised training env over ROS (``rlstack_learning.ros.batch_env``) pays one round
+trip per batch step. Always lockstep: nothing advances between calls, and nothing is published
+per step (diagnostics once a second). See docs/sim_bridge.md ("Batched lockstep").
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import List, Optional
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.clock import Clock as RosClock
+from rclpy.clock import ClockType
+from rclpy.node import Node
+
+from rlstack_common import declare_parameter, run_node
+from rlstack_interfaces.srv import SimStepBatch
+from rlstack_sim.batch import MAX_ENVS, BatchSims
+from rlstack_sim.config import ConfigError, RateMeter, check_choice, steps_per_control
+
+
+class BatchBridge(Node):
+    def __init__(self) -> None:
+        super().__init__("batch_bridge")
+        from sim_bridges import backend_names, scene_names
+
+        d = lambda *a, **k: declare_parameter(self, *a, **k)  # noqa: E731
+        scene = d("scene", "cartpole", "Scene every env loads", constraints="one of: " + ", ".join(scene_names()))
+        backend = d("backend", "pybullet", "Simulator backend",
+                    constraints="one of: " + ", ".join(backend_names()))
+        num_envs = d("num_envs", 8, "Simulator instances (envs) stepped per call", min_value=1, max_value=MAX_ENVS)
+        seed = d("seed", 0, "Seed of the initial reset; env i starts from seed + i", min_value=0,
+                 max_value=2**31 - 1 - MAX_ENVS)
+        physics_rate = d("physics_rate_hz", 240.0, "Physics integration rate, Hz", min_value=1.0, max_value=10000.0)
+        control_rate = d("control_rate_hz", 60.0, "Control rate, Hz; must divide physics_rate_hz", min_value=1.0,
+                         max_value=10000.0)
+        timeout = d("command_timeout_s", 0.5, "Command watchdog per env, s of sim time (0: off)", min_value=0.0,
+                    max_value=3600.0)
+        limits = [d("max_linear_speed", 1.0, "Base |linear.x| limit, m/s", min_value=0.0, max_value=100.0),
+                  d("max_angular_speed", 2.0, "Base |angular.z| limit, rad/s", min_value=0.0, max_value=100.0),
+                  d("max_linear_accel", 1.0, "Base linear acceleration limit, m/s^2 (0: none)", min_value=0.0,
+                    max_value=1000.0),
+                  d("max_angular_accel", 3.0, "Base angular acceleration limit, rad/s^2 (0: none)", min_value=0.0,
+                    max_value=1000.0)]
+        max_ee_step = d("max_ee_step", 0.05, "Longest end-effector delta per command, m", min_value=0.001,
+                        max_value=1.0)
+        check_choice("scene", scene, scene_names())
+        check_choice("backend", backend, backend_names())
+        steps_per_control(physics_rate, control_rate)
+        log = self.get_logger()
+        self.scene, self.control_rate = scene, control_rate
+        self.sims = BatchSims(backend, scene, num_envs, seed, physics_rate, control_rate, timeout, max_ee_step,
+                              limits, log.info, log.warning)
+        self.calls = RateMeter()
+        self.steps = RateMeter()
+        self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.create_service(SimStepBatch, "~/step", self._on_step)
+        self.create_timer(1.0, self._publish_diagnostics, clock=RosClock(clock_type=ClockType.STEADY_TIME))
+        log.info(f"{num_envs} x scene '{scene}' on {backend}: lockstep, physics {physics_rate:g} Hz, control "
+                 f"{control_rate:g} Hz, command topics in the request: {', '.join(self.sims.channels)}")
+
+    def _on_step(self, request: SimStepBatch.Request, response: SimStepBatch.Response) -> SimStepBatch.Response:
+        failed = self.sims.step(int(request.steps), list(request.command_topics), request.command_values,
+                                request.reset_seeds)
+        self.calls.tick()
+        n_stepped = self.sims.num_envs - sum(1 for s in request.reset_seeds if s >= 0)
+        self.steps.tick(int(request.steps) * n_stepped)
+        s = self.sims.state()
+        response.success, response.message = not failed, failed
+        response.sim_time = s.sim_time
+        response.commands_received = s.commands_received
+        response.joint_names = s.joint_names
+        response.joint_position = s.joint_position.ravel()
+        response.joint_velocity = s.joint_velocity.ravel()
+        response.joint_effort = s.joint_effort.ravel()
+        response.object_names = s.object_names
+        response.object_position = s.object_position.ravel()
+        response.object_orientation = s.object_orientation.ravel()
+        return response
+
+    def _publish_diagnostics(self) -> None:
+        now = time.monotonic()
+        values = {"scene": self.scene, "num_envs": str(self.sims.num_envs), "control_rate_hz": f"{self.control_rate:g}",
+                  "step_calls_per_s": f"{self.calls.sample(now):.1f}",
+                  "env_steps_per_s": f"{self.steps.sample(now):.1f}",
+                  "rejected_total": str(sum(h.rejects.total for h in self.sims.handlers)),
+                  "watchdog_timeouts": str(sum(h.watchdog.timeouts for h in self.sims.handlers))}
+        status = DiagnosticStatus(level=DiagnosticStatus.OK, name="batch_bridge: simulation",
+                                  message=f"lockstep, {self.sims.num_envs} envs", hardware_id=f"sim:{self.scene}",
+                                  values=[KeyValue(key=k, value=v) for k, v in values.items()])
+        self.diag_pub.publish(DiagnosticArray(status=[status]))
+
+    def destroy_node(self) -> None:
+        self.sims.close()
+        super().destroy_node()
+
+
+def main(args: Optional[List[str]] = None) -> int:
+    try:
+        return run_node(BatchBridge, args)
+    except ConfigError as exc:
+        print(f"batch_bridge: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,101 @@
+"""Commands carried in a step request (rlstack_sim.core) and the batched lockstep core
+(rlstack_sim.batch) on the real PyBullet backend, no ROS."""
+
+import numpy as np
+import pytest
+
+from rlstack_sim.batch import BatchSims
+from rlstack_sim.config import ConfigError
+from rlstack_sim.core import REQUEST_COMMANDS, apply_request_commands, plan_request_commands
+
+from test_core import bridge
+
+
+def batch(scene="cartpole", n=3, seed=5):
+    return BatchSims("pybullet", scene, n, seed, 240.0, 60.0, 0.5, 0.05, (1.0, 2.0, 1.0, 3.0),
+                     lambda m: None, lambda m: None)
+
+
+def test_request_commands_are_planned_against_the_scene():
+    assert plan_request_commands(["/cartpole/force"], 1, ["cart_force"]) == ("", [("cart_force", 1)])
+    assert plan_request_commands(["ball_plate/angles"], 6, ["plate_angles"], copies=2) == ("", [("plate_angles", 3)])
+    why, plan = plan_request_commands(["cartpole/force"], 2, ["cart_force"])
+    assert plan == [] and "command_values has 2 values, expected 1" in why
+    why, _ = plan_request_commands(["arm/joint_targets"], 1, ["joint_targets"])
+    assert "cannot be carried in a step request" in why
+    why, _ = plan_request_commands(["ball_plate/angles"], 3, ["cart_force"])
+    assert "not one this scene takes" in why
+    assert set(REQUEST_COMMANDS) >= {"cmd_vel", "arm/gripper", "cartpole/force", "ball_plate/angles"}
+
+
+def test_a_request_command_goes_through_the_same_checks_as_a_topic_message():
+    sim, cmd, stepper, log, channels, _ = bridge("cartpole")
+    try:
+        _, plan = plan_request_commands(["cartpole/force"], 1, channels)
+        apply_request_commands(cmd, plan, [5.0])
+        assert cmd.commands_received == 1
+        apply_request_commands(cmd, plan, [float("nan")])   # rejected and counted, as on the topic
+        assert cmd.commands_received == 1 and cmd.rejects.total == 1
+    finally:
+        sim.close()
+
+
+def test_batched_envs_equal_single_bridges_with_the_same_seeds():
+    """Env i of a batch = a lockstep bridge's sim reset with the same seed, given the same commands (exact)."""
+    b = batch(n=3)
+    singles = [bridge("cartpole") for _ in range(3)]
+    try:
+        seeds = [11, 12, 13]
+        assert b.step(0, [], [], seeds) == ""
+        for (sim, cmd, stepper, *_), s in zip(singles, seeds):
+            sim.reset(s)
+            cmd.reset()
+            stepper.reset()
+        rng = np.random.default_rng(0)
+        for _ in range(40):
+            forces = rng.uniform(-10, 10, 3)
+            assert b.step(1, ["cartpole/force"], forces, []) == ""
+            state = b.state()
+            for i, (sim, cmd, stepper, *_) in enumerate(singles):
+                cmd.cart_force(float(forces[i]))
+                stepper.run(1, lambda: None)
+                js = sim.joint_state()
+                assert np.array_equal(state.joint_position[i], js.position)
+                assert np.array_equal(state.joint_velocity[i], js.velocity)
+                assert state.sim_time[i] == sim.sim_time
+        assert state.commands_received == [40, 40, 40]
+        # a reset of one env leaves the others where they are
+        before = b.state()
+        assert b.step(0, [], [], [-1, 11, -1]) == ""
+        after = b.state()
+        assert after.sim_time[1] == 0.0 and after.commands_received == [40, 0, 40]
+        assert np.array_equal(after.joint_position[[0, 2]], before.joint_position[[0, 2]])
+    finally:
+        b.close()
+        for sim, *_ in singles:
+            sim.close()
+
+
+def test_bad_batch_calls_are_refused_whole():
+    b = batch(n=2)
+    try:
+        t0 = b.state().sim_time.copy()
+        assert "expected 0 or 2" in b.step(1, [], [], [1])
+        assert "expected 2" in b.step(1, ["cartpole/force"], [1.0], [])
+        assert np.array_equal(b.state().sim_time, t0)
+        with pytest.raises(ConfigError, match="num_envs"):
+            batch(n=0)
+    finally:
+        b.close()
+
+
+def test_ball_plate_batch_reports_object_positions():
+    b = batch("ball_plate", n=2)
+    try:
+        assert b.step(2, ["ball_plate/angles"], [0.1, 0.0, 0.0, -0.1, 0.0, 0.0], []) == ""
+        s = b.state()
+        assert "ball" in s.object_names and s.object_position.shape == (2, len(s.object_names), 3)
+        assert s.object_orientation.shape == (2, len(s.object_names), 4)
+        assert s.joint_position.shape == (2, len(s.joint_names))
+    finally:
+        b.close()
