@@ -26,7 +26,7 @@ SRC = REPO / "ros2_ws" / "src"
 #: top-level modules of the workstation side: absent from the robot install
 BLOCKED = ("torch", "stable_baselines3", "sb3_contrib", "gymnasium", "pybullet", "pybullet_data", "onnx",
            "tensorboard", "sentence_transformers", "transformers", "open_clip", "segment_anything", "imageio",
-           "mcap", "mcap_ros2", "sim_bridges", "rlstack_learning", "rlstack_sim")
+           "mcap", "mcap_ros2", "sim_bridges", "rlstack_learning", "rlstack_sim", "ray", "mujoco")
 #: packages that run on the robot (+ the launch runner that starts graphs there)
 ROBOT_PACKAGES = ("rlstack_bundle", "rlstack_common", "rlstack_policy", "rlstack_nav", "rlstack_perception",
                   "rlstack_mission", "rlstack_launch", "rlstack_adapters", "rlstack_localization")
@@ -34,7 +34,7 @@ ROBOT_PACKAGES = ("rlstack_bundle", "rlstack_common", "rlstack_policy", "rlstack
 #: simulator, demo recording/video, training the crop embedder and the query head, and the optional SAM / CLIP
 #: perception backends (user checkpoints on torch; the default backends need none of it)
 WORKSTATION_MODULES = frozenset({
-    "rlstack_nav.evaluate", "rlstack_nav.home_map", "rlstack_localization.evaluate",
+    "rlstack_common.ray_cluster", "rlstack_nav.evaluate", "rlstack_nav.home_map", "rlstack_localization.evaluate",
     "rlstack_perception.evaluate", "rlstack_perception.evaluate_grasp_pose", "rlstack_perception.simtools",
     "rlstack_perception.train_embedder", "rlstack_perception.train_query_head",
     "rlstack_perception.backends.sam", "rlstack_perception.backends.clip",
