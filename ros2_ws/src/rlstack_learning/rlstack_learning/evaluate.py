@@ -138,8 +138,6 @@ def onnx_episodes(env_id: str, onnx_bytes: bytes, seeds: Sequence[int], randomiz
     """
     import onnxruntime as ort
 
-    import rlstack_learning  # noqa: F401  (registers the envs in a Ray worker too)
-
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = opts.inter_op_num_threads = 1
     sess = ort.InferenceSession(onnx_bytes, opts, providers=["CPUExecutionProvider"])
@@ -147,7 +145,9 @@ def onnx_episodes(env_id: str, onnx_bytes: bytes, seeds: Sequence[int], randomiz
     def act(obs):
         return sess.run(None, {"obs": obs[None].astype(np.float32)})[0][0]
 
-    env = gym.make(env_id, randomize=randomize, backend=backend)
+    # "module:env_id" is Gymnasium's way to have the module that registers the id imported first (a
+    # fresh Ray worker has not imported rlstack_learning)
+    env = gym.make(env_id if ":" in env_id else f"rlstack_learning:{env_id}", randomize=randomize, backend=backend)
     try:
         records = play_episodes(env, act, seeds, progress=progress)
         dr = env.unwrapped.dr.to_dict() if randomize else None
@@ -205,7 +205,7 @@ def main(argv=None) -> int:
         p.error("--ray-shards must be >= 0")
     from rlstack_bundle.bundle import BundleError, load
 
-    from .envs import EVAL_SEED_BASE
+    from .envs.base import EVAL_SEED_BASE
 
     try:
         b = load(a.bundle)
