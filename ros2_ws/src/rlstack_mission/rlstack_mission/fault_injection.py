@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from rlstack_testing.processes import descendant_pids, node_pids
+
 ROOT = Path(__file__).resolve().parents[4] if (Path(__file__).resolve().parents[4] / "launch").is_dir() else Path.cwd()
 NODES = ("semantic_map", "nav_controller", "policy_node", "grasp_pose", "localizer", "mission", "sim_bridge")
 PHASES = ("EXPLORE", "NAVIGATE", "GRASP", "RETURN")
@@ -39,46 +41,6 @@ PHASES = ("EXPLORE", "NAVIGATE", "GRASP", "RETURN")
 BUSY = {"semantic_map": ("EXPLORE", "NAVIGATE"), "nav_controller": ("EXPLORE", "NAVIGATE", "RETURN"),
         "policy_node": ("GRASP",), "grasp_pose": ("GRASP",), "localizer": ("EXPLORE", "NAVIGATE", "RETURN")}
 FETCH_TIMEOUT_S = 600.0   # the whole fetch, as the evaluation gives it
-
-
-def node_pids(runner_pid: int) -> Dict[str, int]:
-    """Node name (``__node:=``) -> pid, for the runner's children."""
-    out: Dict[str, int] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            if ppid != runner_pid:
-                continue
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                argv = f.read().decode(errors="replace").split("\0")
-        except (OSError, IndexError, ValueError):
-            continue
-        name = next((a.split(":=", 1)[1] for a in argv if a.startswith("__node:=")), "")
-        if name:
-            out[name] = int(entry)
-    return out
-
-
-def descendants(pid: int) -> List[int]:
-    children: Dict[int, List[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [pid]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            out.append(c)
-            todo.append(c)
-    return out
 
 
 def _alive(pid: int) -> bool:
@@ -145,7 +107,7 @@ def run_one(victim: str, phase: str, extra_s: float, seed: int, color: str, time
                 return rec
             time.sleep(extra_s)
             pids = node_pids(graph.proc.pid)
-            pids_seen = descendants(graph.proc.pid)
+            pids_seen = descendant_pids(graph.proc.pid)
             if victim not in pids:
                 rec.update(outcome="not killed", detail=f"{victim} not running (nodes: {sorted(pids)})")
                 return rec
@@ -161,7 +123,7 @@ def run_one(victim: str, phase: str, extra_s: float, seed: int, color: str, time
             log = log_path.read_text(errors="replace")
             rec["respawned"] = f"respawned {victim}" in log
             rec["graph_stopped"] = graph.proc.poll() is not None
-            pids_seen += [p for p in descendants(graph.proc.pid) if p not in pids_seen]
+            pids_seen += [p for p in descendant_pids(graph.proc.pid) if p not in pids_seen]
             if t_fetch.is_alive():
                 rec.update(outcome="hung", detail=f"no fetch result {timeout_s:g} s after the kill")
             else:

@@ -20,28 +20,20 @@ import time
 from pathlib import Path
 from typing import Dict, List
 
+from rlstack_testing.processes import node_pids
+
 ROOT = Path(__file__).resolve().parents[4] if (Path(__file__).resolve().parents[4] / "launch").is_dir() else Path.cwd()
 
 
 def node_usage(runner_pid: int) -> Dict[str, Dict[str, float]]:
     """Per node of the runner: RSS (MB), open file descriptors, threads."""
     out: Dict[str, Dict[str, float]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
+    for name, pid in node_pids(runner_pid).items():
         try:
-            with open(f"/proc/{entry}/stat") as f:
-                if int(f.read().rsplit(")", 1)[1].split()[1]) != runner_pid:
-                    continue
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                argv = f.read().decode(errors="replace").split("\0")
-            status = Path(f"/proc/{entry}/status").read_text()
-            fds = len(os.listdir(f"/proc/{entry}/fd"))
-        except (OSError, ValueError, IndexError):
-            continue
-        name = next((a.split(":=", 1)[1] for a in argv if a.startswith("__node:=")), "")
-        if not name:
-            continue
+            status = Path(f"/proc/{pid}/status").read_text()
+            fds = len(os.listdir(f"/proc/{pid}/fd"))
+        except OSError:
+            continue   # exited meanwhile
         fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
         out[name] = {"rss_mb": round(int(fields["VmRSS"].split()[0]) / 1024, 1), "fds": fds,
                      "threads": int(fields["Threads"])}

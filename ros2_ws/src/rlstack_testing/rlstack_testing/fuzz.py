@@ -96,6 +96,14 @@ def _spin(node: Any, executor: Any, seconds: float) -> None:
 TURNED_AWAY = ("rejected", "skipped_", "frames_skipped", "bad_tf", "answered_bad_input")
 
 
+def _answered(executor: Any, future: Any, timeout_s: float) -> bool:
+    """Spin until ``future`` completes or ``timeout_s`` passes; whether it completed without an error."""
+    end = time.monotonic() + timeout_s
+    while not future.done() and time.monotonic() < end:
+        executor.spin_once(timeout_sec=0.02)
+    return future.done() and future.exception() is None
+
+
 def _rejected_counts(statuses: Dict[str, Any]) -> Dict[str, Dict[str, int]]:
     """``/diagnostics`` status name -> its counts of turned-away input (the last of each status)."""
     out: Dict[str, Dict[str, int]] = {}
@@ -224,10 +232,7 @@ def fuzz_graph(node: Any, executor: Any, node_names: Sequence[Tuple[str, str]],
             for kind, req in hostile_messages(cls.Request):
                 future = client.call_async(req)
                 target.sent[kind] = target.sent.get(kind, 0) + 1
-                end = time.monotonic() + call_timeout_s
-                while not future.done() and time.monotonic() < end:
-                    executor.spin_once(timeout_sec=0.02)
-                if future.done() and future.exception() is None:
+                if _answered(executor, future, call_timeout_s):
                     target.answered += 1
                 else:
                     client.remove_pending_request(future)
@@ -247,11 +252,7 @@ def fuzz_graph(node: Any, executor: Any, node_names: Sequence[Tuple[str, str]],
         client = node.create_client(GetParameters, f"{fqn}/get_parameters")
         ok = client.wait_for_service(timeout_sec=5.0)
         if ok:
-            future = client.call_async(GetParameters.Request(names=["use_sim_time"]))
-            end = time.monotonic() + call_timeout_s
-            while not future.done() and time.monotonic() < end:
-                executor.spin_once(timeout_sec=0.02)
-            ok = future.done() and future.exception() is None
+            ok = _answered(executor, client.call_async(GetParameters.Request(names=["use_sim_time"])), call_timeout_s)
         report.responsive[fqn] = bool(ok)
         node.destroy_client(client)
     statuses.clear()
@@ -276,10 +277,7 @@ def activate_lifecycle_nodes(node: Any, executor: Any, node_names: Sequence[Tupl
         client = node.create_client(ChangeState, f"{fqn}/change_state")
         for transition in (Transition.TRANSITION_CONFIGURE, Transition.TRANSITION_ACTIVATE):
             future = client.call_async(ChangeState.Request(transition=Transition(id=transition)))
-            end = time.monotonic() + 30.0
-            while not future.done() and time.monotonic() < end:
-                executor.spin_once(timeout_sec=0.05)
-            ok = future.done() and future.result() is not None and future.result().success
+            ok = _answered(executor, future, 30.0) and future.result().success
             log(f"{fqn}: lifecycle transition {transition} {'ok' if ok else 'FAILED'}")
         node.destroy_client(client)
     _spin(node, executor, 1.0)
