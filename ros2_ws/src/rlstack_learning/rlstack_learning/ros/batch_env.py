@@ -29,7 +29,7 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
 from ..envs import ENVS, TRAIN_SEED_LIMIT
 from .io import JOINT_STATE, ActWriter, ObsReader
-from .lockstep_env import LockstepError, LockstepInterrupted, make_executor
+from .lockstep_env import LockstepError, LockstepInterrupted, make_executor, spin_until
 
 
 class BatchLockstepVecEnv(VecEnv):
@@ -76,14 +76,7 @@ class BatchLockstepVecEnv(VecEnv):
 
     # ------------------------------------------------------------ ROS plumbing
     def _spin_until(self, predicate, timeout: float, what: str) -> None:
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if self.should_stop():
-                raise LockstepInterrupted(f"stopped while waiting for {what}")
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise LockstepError(f"timed out after {timeout:g} s waiting for {what}")
-            self.executor.spin_once(timeout_sec=min(0.1, remaining))
+        spin_until(self.executor, self.should_stop, predicate, timeout, what)
 
     def _call(self, steps: int, values: Sequence[float] = (), reset_seeds: Sequence[int] = ()):
         req = self._SimStepBatch.Request(steps=steps, reset_seeds=[int(s) for s in reset_seeds])

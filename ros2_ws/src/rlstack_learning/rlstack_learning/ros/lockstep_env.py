@@ -55,6 +55,7 @@ from ..envs import ENVS, TRAIN_SEED_LIMIT
 from .io import JOINT_STATE, MARKER_ARRAY, POSE_ARRAY, ActWriter, ObsReader, stamp_ns
 
 
+
 class LockstepError(RuntimeError):
     pass
 
@@ -81,6 +82,20 @@ def make_executor(context):
     from rclpy.experimental import EventsExecutor
 
     return EventsExecutor(context=context)
+
+
+
+def spin_until(executor, should_stop, predicate, timeout: float, what: str) -> None:
+    """Spin ``executor`` until ``predicate()``; LockstepInterrupted when ``should_stop()``,
+    LockstepError after ``timeout`` seconds (shared by the single and the batched lockstep env)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if should_stop():
+            raise LockstepInterrupted(f"stopped while waiting for {what}")
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise LockstepError(f"timed out after {timeout:g} s waiting for {what}")
+        executor.spin_once(timeout_sec=min(0.1, remaining))
 
 
 class LockstepEnv(gym.Env):
@@ -165,14 +180,7 @@ class LockstepEnv(gym.Env):
         return cb
 
     def _spin_until(self, predicate, timeout: float, what: str) -> None:
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if self.should_stop():
-                raise LockstepInterrupted(f"stopped while waiting for {what}")
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise LockstepError(f"timed out after {timeout:g} s waiting for {what}")
-            self.executor.spin_once(timeout_sec=min(0.1, remaining))
+        spin_until(self.executor, self.should_stop, predicate, timeout, what)
 
     def _wait_discovery(self, timeout: float) -> None:
         n = self.node
