@@ -87,6 +87,24 @@ def clean_partial(run_dir: str) -> int:
     return n
 
 
+def open_run(run_dir: str, config: Dict[str, Any], resume: bool) -> Tuple[Optional[str], Optional[Dict[str, Any]]]:
+    """Make ``run_dir``; resuming: drop partial folders and return the newest complete checkpoint
+    and its manifest (printed); else write the run's ``config.yaml`` and return ``(None, None)``.
+    Shared by both training backends (SB3, Ray)."""
+    from rlstack_common import atomic
+
+    os.makedirs(run_dir, exist_ok=True)
+    if not resume:
+        atomic.write_yaml(os.path.join(run_dir, "config.yaml"), config)
+        return None, None
+    removed = clean_partial(run_dir)
+    ckpt, manifest = latest_checkpoint(run_dir)
+    print(f"[train] resume {run_dir}: " + (f"from {os.path.basename(ckpt)} ({manifest['timesteps']} steps)"
+                                          if ckpt else "no complete checkpoint, starting over")
+          + (f"; removed {removed} partial folder(s)" if removed else ""), flush=True)
+    return ckpt, manifest
+
+
 def prune_checkpoints(run_dir: str, keep: int) -> None:
     paths = sorted(glob.glob(os.path.join(run_dir, "checkpoints", f"{CKPT_PREFIX}*")))
     for path in paths[:-keep] if keep > 0 else []:

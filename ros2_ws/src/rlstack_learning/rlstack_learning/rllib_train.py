@@ -25,7 +25,7 @@ import numpy as np
 
 from rlstack_common import atomic
 from rlstack_common.atomic import sha256_file, staged_dir
-from .checkpoints import checkpoint_dir, clean_partial, latest_checkpoint, prune_checkpoints, read_model_dir
+from .checkpoints import checkpoint_dir, open_run, prune_checkpoints, read_model_dir
 from .config import ConfigError, TrainConfig
 from .envs import ENVS, VALIDATION_SEED_BASE
 
@@ -279,17 +279,8 @@ def train_ray(cfg: TrainConfig, run_dir: str, resume: bool = False, env_runners:
         raise ConfigError(f"algo: the Ray backend trains {', '.join(RAY_ALGOS)}; got {cfg.algo!r}")
     torch.set_num_threads(1)
     wall0 = time.perf_counter()
-    os.makedirs(run_dir, exist_ok=True)
     cluster = init_ray(address, num_cpus)
-    ckpt, manifest = None, None
-    if resume:
-        removed = clean_partial(run_dir)
-        ckpt, manifest = latest_checkpoint(run_dir)
-        print(f"[train] resume {run_dir}: " + (f"from {os.path.basename(ckpt)} ({manifest['timesteps']} steps)"
-                                              if ckpt else "no complete checkpoint, starting over")
-              + (f"; removed {removed} partial folder(s)" if removed else ""), flush=True)
-    else:
-        atomic.write_yaml(os.path.join(run_dir, "config.yaml"), cfg.data)
+    ckpt, manifest = open_run(run_dir, cfg.data, resume)
     runners = env_runners or default_env_runners(cfg, cluster["cpus"])
     atomic.write_yaml(os.path.join(run_dir, RAY_RUN_FILE), {"backend": "ray", "env_runners": runners,
                                                             "cluster": cluster})

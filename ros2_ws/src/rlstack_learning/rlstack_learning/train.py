@@ -24,7 +24,7 @@ import numpy as np
 import yaml
 
 from rlstack_common import atomic
-from .checkpoints import (TrainingInterrupted, checkpoint_dir, clean_partial, latest_checkpoint,
+from .checkpoints import (TrainingInterrupted, checkpoint_dir, open_run,
                           prune_checkpoints, save_model_dir)
 from .config import OFF_POLICY, ConfigError, TrainConfig, algorithms, build_hyperparams, load, validate
 from .envs import VALIDATION_SEED_BASE
@@ -144,17 +144,8 @@ def train(cfg: TrainConfig, run_dir: str, resume: bool = False, progress: bool =
 
     torch.set_num_threads(1)  # ~9x faster than the default on 2 shared cores
     wall0 = time.perf_counter()
-    os.makedirs(run_dir, exist_ok=True)
     cls = algorithms()[cfg.algo]
-    ckpt, manifest = (None, None)
-    if resume:
-        removed = clean_partial(run_dir)
-        ckpt, manifest = latest_checkpoint(run_dir)
-        print(f"[train] resume {run_dir}: " + (f"from {os.path.basename(ckpt)} ({manifest['timesteps']} steps)"
-                                              if ckpt else "no complete checkpoint, starting over")
-              + (f"; removed {removed} partial folder(s)" if removed else ""), flush=True)
-    else:
-        atomic.write_yaml(os.path.join(run_dir, "config.yaml"), cfg.data)
+    ckpt, manifest = open_run(run_dir, cfg.data, resume)
 
     # the seed changes on resume so the resumed envs do not replay the first episodes
     seed = cfg["seed"] + (manifest["timesteps"] if manifest else 0)
