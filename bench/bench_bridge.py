@@ -107,6 +107,18 @@ def start_bridge(group: ProcessGroup, **params):
     return proc
 
 
+def timed_calls(executor, cli, req, n_calls: int) -> float:
+    """Seconds for ``n_calls`` step-service calls made one after another (each answered first)."""
+    t0 = time.perf_counter()
+    for _ in range(n_calls):
+        fut = cli.call_async(req)
+        while not fut.done():
+            executor.spin_once(timeout_sec=1.0)
+        if not fut.result().success:
+            raise RuntimeError(fut.result().message)
+    return time.perf_counter() - t0
+
+
 def bench_lockstep(scene: str, calls: int) -> dict:
     lease = lease_domain_id()
     with ProcessGroup(lease.domain_id, Path(tempfile.mkdtemp(prefix="bench_bridge_"))) as group:
@@ -121,14 +133,7 @@ def bench_lockstep(scene: str, calls: int) -> dict:
                 if request:
                     topic, values = REQUEST_COMMAND[scene]
                     req.command_topics, req.command_values, req.with_objects = [topic], values, True
-                t0 = time.perf_counter()
-                for _ in range(n_calls):
-                    fut = cli.call_async(req)
-                    while not fut.done():
-                        client.executor.spin_once(timeout_sec=1.0)
-                    if not fut.result().success:
-                        raise RuntimeError(fut.result().message)
-                return n_calls * steps / (time.perf_counter() - t0)
+                return n_calls * steps / timed_calls(client.executor, cli, req, n_calls)
 
             run(max(20, calls // 10), 1)  # warm-up (discovery, caches)
             stats = ProcStats(proc.pid)
@@ -167,14 +172,7 @@ def bench_batched(scene: str, num_envs: int, calls: int) -> dict:
             req = SimStepBatch.Request(steps=1, command_topics=[topic], command_values=values * num_envs)
 
             def run(n_calls: int) -> float:
-                t0 = time.perf_counter()
-                for _ in range(n_calls):
-                    fut = cli.call_async(req)
-                    while not fut.done():
-                        client.executor.spin_once(timeout_sec=1.0)
-                    if not fut.result().success:
-                        raise RuntimeError(fut.result().message)
-                return n_calls * num_envs / (time.perf_counter() - t0)
+                return n_calls * num_envs / timed_calls(client.executor, cli, req, n_calls)
 
             run(max(20, calls // 10))
             return {"scene": scene, "num_envs": num_envs, "env_steps_per_s": round(run(calls), 1),
