@@ -98,8 +98,10 @@ def main(argv=None) -> int:
     import rclpy
     from rclpy.executors import MultiThreadedExecutor
 
-    from .graph import FetchGraph
+    from .graph import FetchGraph, use_private_domain
     from .harness import FetchHarness
+
+    domain_lease = use_private_domain()   # noqa: F841 (held until the process exits)
 
     rclpy.init(args=[])
     node = rclpy.create_node("fetch_soak")
@@ -114,8 +116,21 @@ def main(argv=None) -> int:
             while len(rows) < a.fetches:
                 i = len(rows)
                 layout = harness.layout(i % a.layouts, str(ROOT / "maps" / "home.yaml"))
-                harness.apply(layout)
-                r = harness.fetch(layout, a.timeout)
+                try:
+                    harness.apply(layout)
+                    r = harness.fetch(layout, a.timeout)
+                except (TimeoutError, RuntimeError) as exc:
+                    if graph.proc.poll() is not None:   # a required node died: the graph stopped
+                        stopped = (f"the graph stopped after {i} fetch(es) of this run (runner exit code "
+                                   f"{graph.proc.returncode}; log: {out / f'graph_{run}.log'})")
+                        print(stopped, flush=True)
+                        rows.append({"i": i, "graph_run": run, "seed": layout.seed, "success": False,
+                                     "code_name": "GRAPH_STOPPED", "reason": stopped, "wall_s": 0.0, "usage": {},
+                                     "time": time.time()})
+                        with open(log, "a") as f:
+                            f.write(json.dumps(rows[-1]) + "\n")
+                        break
+                    r = {"success": False, "code_name": "HARNESS_ERROR", "reason": str(exc), "wall_s": 0.0}
                 row = {"i": i, "graph_run": run, "seed": layout.seed, "success": r["success"],
                        "code_name": r["code_name"], "reason": r["reason"][:200], "wall_s": r["wall_s"],
                        "usage": node_usage(graph.proc.pid), "time": time.time()}
