@@ -58,6 +58,7 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=5, help="the home layout the simulator loads")
     p.add_argument("--timeout", type=float, default=400.0, help="the fetch's time limit, s")
     p.add_argument("--period", type=float, default=2.0, help="seconds between socket samples")
+    p.add_argument("--ready-timeout", type=float, default=300.0, help="s to wait for the container to be healthy")
     p.add_argument("--out", default=str(ROOT / "out" / "docker-sockets"))
     a = p.parse_args(argv)
     if subprocess.run(["docker", "info"], capture_output=True).returncode != 0:
@@ -89,11 +90,26 @@ def main(argv=None) -> int:
         sim = group.start([sys.executable, "-m", "rlstack_launch", str(ROOT / "launch" / "sim.launch.yaml"),
                            "scene:=home", f"seed:={a.seed}", "ground_truth_rate_hz:=20.0", "continuous_clock:=true"],
                           name="sim", cwd=ROOT)
+        # --user: Fast DDS shared memory between a host process and a container works only under one uid
+        # (each process maps the others' segments, created 0644 by their owner); the image's own user
+        # (uid 1000) would see no host process, and no host process would see it (docker/README.md)
         docker("run", "-d", "--init", "--name", name, "--network", "host", "--ipc", "host",
-               "-e", f"ROS_DOMAIN_ID={lease.domain_id}", a.image,
+               "--user", f"{os.getuid()}:{os.getgid()}",
+               "-e", f"ROS_DOMAIN_ID={lease.domain_id}", "--health-interval", "5s",
+               "-e", "RLSTACK_HEALTH_NODES=policy_node,nav_controller,semantic_map,grasp_pose,mission", a.image,
                "python", "-m", "rlstack_launch", "launch/fetch.launch.yaml", "sim:=false", "use_sim_time:=true")
         try:
             container_pid = int(docker("inspect", "-f", "{{.State.Pid}}", name))
+            # the image's healthcheck: the robot graph's nodes are on the ROS graph (sockets are checked
+            # while it starts, too: discovery is when a misconfigured DDS would open UDP)
+            start = time.monotonic()
+            while docker("inspect", "-f", "{{.State.Health.Status}}", name) != "healthy":
+                if time.monotonic() - start > a.ready_timeout:
+                    fail(f"the robot container was not healthy within {a.ready_timeout:g} s: docker logs {name}")
+                if not sim.alive():
+                    fail(f"the simulator exited: {group.log_dir / 'sim.log'}")
+                sample(container_pid, [sim.popen.pid, *descendant_pids(sim.popen.pid)])
+                time.sleep(a.period)
             client = group.start([sys.executable, "-m", "rlstack_mission.send_fetch", a.query,
                                   "--dropoff", "-0.5", "0", "3.14159", "--timeout", str(a.timeout)],
                                  name="send_fetch", cwd=ROOT)
