@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -61,6 +62,11 @@ def main(argv=None) -> int:
     p.add_argument("--ready-timeout", type=float, default=300.0, help="s to wait for the container to be healthy")
     p.add_argument("--out", default=str(ROOT / "out" / "docker-sockets"))
     a = p.parse_args(argv)
+
+    def interrupt(signum, _frame):   # SIGTERM as Ctrl-C: the simulator and the container are stopped too
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, interrupt)
     if subprocess.run(["docker", "info"], capture_output=True).returncode != 0:
         fail("Docker is not usable here (not installed, daemon not running, or no permission): docker/README.md")
     if subprocess.run(["docker", "image", "inspect", a.image], capture_output=True).returncode != 0:
