@@ -50,6 +50,7 @@ DEFAULTS: Dict[str, Any] = {
     "learning_rate": 1e-3,
     "n_keypoints": 16,
     "net_arch": [128, 128],
+    "time_budget_s": 0,          # > 0: start no new round after this much wall time (this invocation)
 }
 
 
@@ -230,7 +231,12 @@ def train(run: str, cfg: Dict[str, Any], resume: bool = False) -> Dict[str, Any]
     seed_rng = np.random.default_rng([cfg["seed"], 19])
     for _ in range(state["rounds_done"]):          # the seeds a resumed run already used
         seed_rng.integers(0, TRAIN_SEED_LIMIT, max(cfg["teacher_episodes"], cfg["episodes_per_round"]))
+    t_start = time.perf_counter()
     for r in range(state["rounds_done"], cfg["rounds"] + 1):
+        if cfg.get("time_budget_s", 0) > 0 and time.perf_counter() - t_start > cfg["time_budget_s"]:
+            print(f"time budget {cfg['time_budget_s']} s spent: stopping before round {r}", flush=True)
+            state["stopped_by_time_budget"] = True
+            break
         t0 = time.perf_counter()
         rng = np.random.default_rng([cfg["seed"], r])
         n_ep = cfg["teacher_episodes"] if r == 0 else cfg["episodes_per_round"]
