@@ -9,7 +9,7 @@
   node's decode + crop + area resize + stack, ONNX inference of the keypoint CNN, publish),
   plus the node's own measure from /diagnostics.
 * ``camera``: the camera rate the loop needs vs what the bridge gives. The policy was trained
-  on one frame per 30 Hz control step (stack 3, stride 1: consecutive frames 33 ms apart by
+  on one frame per 30 Hz control step (stack 2, stride 1: consecutive frames 33 ms apart by
   stamp). The bridge (realtime, ``camera_rate_hz: 30``) and the policy node (message trigger)
   run together for ``--seconds``: the client measures the frame rate and stamp intervals it
   receives, the action rate, and reads the node's safe steps by reason (a gap in the stack,
@@ -191,7 +191,7 @@ def to_markdown(r: dict) -> str:
         "| camera rate: needed vs given (bridge realtime + policy node, "
         f"{cam['seconds']:g} s) | value |",
         "|---|---|",
-        f"| needed: one frame per control step (stack 3, stride 1) | {cam['needed_hz']:g} Hz, 33 ms apart by stamp |",
+        f"| needed: one frame per control step (stack 2, stride 1) | {cam['needed_hz']:g} Hz, 33 ms apart by stamp |",
         f"| given: frames received at the client | {cam['images_received_hz']:.1f} Hz (wall) |",
         f"| given: frame stamps | {cam['image_sim_rate_hz']:.1f} Hz; interval p50 {cam['stamp_interval_p50_ms']:.1f} ms, "
         f"p99 {cam['stamp_interval_p99_ms']:.1f} ms; {cam['stamp_intervals_not_33ms']} intervals off by > 17 ms |",

@@ -49,7 +49,7 @@ def test_pixel_ball_plate_balances_60s_from_the_camera(ros_processes, ros_probe,
     ros_probe.spin_until(lambda: policy_diag(diag).get("steps", "0") != "0", 5, "policy diagnostics")
     d = policy_diag(diag)
     assert d["state"] == "active" and d["task"] == "ball_plate_pixels", d
-    # the first steps wait for a full image stack (3 frames): those and the start-up are safe steps
+    # the first steps wait for a full image stack (2 frames): those and the start-up are safe steps
     assert int(d["safe_steps"]) <= 5, d
     assert d.get("rejected_total") == "0", d
     assert runner.alive(), runner.tail()

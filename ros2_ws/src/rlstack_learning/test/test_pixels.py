@@ -20,7 +20,7 @@ def test_window_render_is_the_bridge_frame_preprocessed():
         obs, _ = env.reset(seed=3)
         for _ in range(5):
             obs, *_ = env.step(np.array([0.4, -0.3], np.float32))
-        assert obs["image"].shape == (9, 64, 64) and obs["image"].dtype == np.uint8
+        assert obs["image"].shape == (6, 64, 64) and obs["image"].dtype == np.uint8
         full = preprocess(np.asarray(env.sim.camera_frame("overhead_camera").rgb), env.image)
         diff = np.abs(full.astype(int) - obs["image"][-3:])
         assert (diff > 3).mean() < 0.01, (diff > 3).mean()     # rasterisation at a few edge pixels only

@@ -12,7 +12,8 @@ Choices (documented in ``policies/ball_plate_pixels/MODEL_CARD.md``):
 
 * frame skip 1: one camera frame per control step at 30 Hz (the ball moves at most ~1 px of
   the 64x64 image per frame at its start speeds);
-* frame stack 3, stride 1: two frame differences give velocity (and a little acceleration);
+* frame stack 2, stride 1: the ball's velocity is the difference of its positions in the two
+  frames over one control period, as the state task's finite difference;
 * image DR (``randomize=True``), per episode from the episode seed: light direction, colour
   and ambient/diffuse/specular coefficients; every body's colour scaled per channel by
   U(0.85, 1.15); camera pose jitter (position U(-1, 1) cm per axis, orientation U(-1, 1) deg
@@ -38,11 +39,11 @@ from rlstack_bundle.images import FrameStack, ImageSpec, preprocess, render_wind
 
 from .ball_plate import BallPlateEnv
 
-STACK_DEPTH = 3
+STACK_DEPTH = 2
 IMAGE = ImageSpec(
     name="overhead", topic="/overhead_camera/image_raw", encoding="rgb8", width=320, height=240,
     crop=(96, 56, 128, 128), resize=(64, 64), stack_depth=STACK_DEPTH, stack_stride=1, input="image",
-    description="the bridge's overhead camera, cropped to the plate, 64x64, last 3 frames (oldest first)")
+    description="the bridge's overhead camera, cropped to the plate, 64x64, last 2 frames (oldest first)")
 
 
 def _frustum(left: float, right: float, bottom: float, top: float, near: float, far: float):
