@@ -196,7 +196,8 @@ def train(run: str, cfg: Dict[str, Any], resume: bool = False) -> Dict[str, Any]
     if resume and os.path.isfile(state_path):
         with open(state_path) as f:
             state = json.load(f)
-        cfg = {**state["config"], "rounds": cfg["rounds"]}   # a resumed run may add rounds
+        # a resumed run may add rounds and change the fitting effort (each round records its epochs)
+        cfg = {**state["config"], **{k: cfg[k] for k in ("rounds", "epochs", "time_budget_s")}}
         state["config"] = cfg
         estimator.load_state_dict(torch.load(os.path.join(run, "estimator.pt"), weights_only=True))
         data = dict(np.load(os.path.join(run, "data.npz")))
@@ -222,7 +223,7 @@ def train(run: str, cfg: Dict[str, Any], resume: bool = False) -> Dict[str, Any]
         t1 = time.perf_counter()
         rms_mm = fit(estimator, data, cfg, rng)
         t2 = time.perf_counter()
-        rec = {"round": r, "beta": beta, "episodes": n_ep, "new_samples": int(len(new["xy"])),
+        rec = {"round": r, "beta": beta, "episodes": n_ep, "epochs": cfg["epochs"], "new_samples": int(len(new["xy"])),
                "samples": int(len(data["xy"])), "driver_success": float(np.mean(new["success"])),
                "rms_error_mm": round(rms_mm, 3), "collect_s": round(t1 - t0, 1), "fit_s": round(t2 - t1, 1)}
         state["rounds"].append(rec)
@@ -414,7 +415,7 @@ def finish(bundle: str, episodes: int, jobs: int = 2) -> Dict[str, Any]:
 def model_card(prov: Dict[str, Any], ev: Dict[str, Any]) -> str:
     cfg = prov["hyperparameters"]
     rounds = prov.get("dagger_rounds") or []
-    rows = "\n".join(f"| {r['round']} | {r['beta']:.3g} | {r['episodes']} | {r['new_samples']} | {r['samples']} | "
+    rows = "\n".join(f"| {r['round']} | {r['beta']:.3g} | {r['episodes']} | {r.get('epochs', cfg['epochs'])} | {r['new_samples']} | {r['samples']} | "
                      f"{r['driver_success']:.2f} | {r['rms_error_mm']:.2f} | {r['collect_s']} | {r['fit_s']} |"
                      for r in rounds)
     n, d = ev["nominal"], ev["randomized"]
@@ -456,15 +457,15 @@ position from the simulator (training only).
   1..{cfg['rounds']}: the pixel policy drives (the teacher with probability {cfg['beta']}^round per step);
   every visited frame is labelled with the true ball x, y; data aggregated; episodes alternate
   nominal and DR;
-* after each round: {cfg['epochs']} epochs of MSE regression (cm) of estimated to true ball position (Adam,
+* after each round: MSE regression (epochs per round in the table) (cm) of estimated to true ball position (Adam,
   one-cycle lr up to {cfg['learning_rate']}, batch {cfg['batch_size']}); a checkpoint (estimator weights, data,
   state.json) after each round, `--resume` continues;
 * **training: {prov['timesteps']} env steps (labelled frames), {prov['wall_time_s']:.0f} s wall time** on
   {prov['machine'].get('cores')} shared cores ({prov['machine'].get('cpu')}), seed {prov['seed']}; plus the
   teacher's own PPO training (policies/ball_plate/provenance.yaml).
 
-| round | beta | episodes | new frames | frames | driver success | RMS ball error (mm, train) | collect s | fit s |
-| --- | --- | --- | --- | --- | --- | --- | --- | --- |
+| round | beta | episodes | epochs | new frames | frames | driver success | RMS ball error (mm, train) | collect s | fit s |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 {rows}
 
 Tried first and dropped: end-to-end action regression (DAgger) into an SB3 `MultiInputPolicy`
