@@ -115,7 +115,7 @@ def bench_latency(samples: int) -> dict:
             client.spin_until(lambda: img_pub.get_subscription_count() >= 1 and js_pub.get_subscription_count() >= 1
                               and client.node.count_publishers("/ball_plate/angles") >= 1, 30, "the policy node")
             rtts, warm = [], 20
-            for i in range(samples + warm):
+            for i in range(-1, samples + warm):   # i = -1: the first frame of the stack (no action: hold, nothing yet)
                 stamp = 100.0 + i / 30.0
                 js = JointState(name=["plate_pitch", "plate_roll"], position=[0.01, -0.01], velocity=[0.0, 0.0])
                 img = Image(height=240, width=320, encoding="rgb8", step=960)
@@ -126,6 +126,9 @@ def bench_latency(samples: int) -> dict:
                 js_pub.publish(js)
                 t0 = time.perf_counter()
                 img_pub.publish(img)
+                if i < 0:
+                    client.spin_for(0.5)
+                    continue
                 client.spin_until(lambda: len(client.actions) > n, 5, "an action")
                 if i >= warm:
                     rtts.append(client.actions[-1] - t0)
