@@ -474,6 +474,14 @@ was 0.021 against a label variance of 0.025 (it explained ~15 % of the teacher's
 gradient steps it needed did not fit the 2-core budget. PPO from pixels was not attempted (one
 pixel step costs ~8-14 ms here: days for the ~10^6 steps it would need).
 
+## Reproduce
+
+```
+{chr(10).join(prov.get('reproduce') or ['python -m rlstack_learning.pixels train --run out/ball_plate_pixels'])}
+python -m rlstack_learning.pixels export --run out/ball_plate_pixels --dest policies/ball_plate_pixels
+python -m rlstack_learning.pixels finish --bundle policies/ball_plate_pixels --episodes 100
+```
+
 ## Observation choices
 
 * crop 128x128 at (96, 56) of the 320x240 frame (the plate with margin for +-0.25 rad tilt), area
