@@ -7,7 +7,8 @@ node serves them, and both use this module.
 
 A bundle is a folder::
 
-    policy.onnx       obs (batch, n_obs) float32 -> action; normalisation folded in
+    policy.onnx       obs (batch, n_obs) float32 [+ one uint8 image input per image term] -> action;
+                      normalisation folded in
     io.yaml           observation/action terms (see rlstack_bundle.terms)
     provenance.yaml   task, algorithm, seed, steps, commit, hyperparameters, wall time, machine,
                       policy_onnx_sha256
@@ -63,11 +64,23 @@ class Bundle:
     def obs_dim(self) -> int:
         return len(self.io["observation"])
 
-    def act(self, obs: np.ndarray) -> np.ndarray:
-        """Network output for one observation (n_obs,) or a batch (B, n_obs)."""
+    @property
+    def image_specs(self) -> List[Any]:
+        """The :class:`rlstack_bundle.images.ImageSpec` of every image term ([] for a state policy)."""
+        from .images import ImageSpec
+
+        return [ImageSpec.from_dict(d) for d in self.io.get("image_observation") or []]
+
+    def act(self, obs: np.ndarray, images: Optional[Dict[str, np.ndarray]] = None) -> np.ndarray:
+        """Network output for one observation (n_obs,) or a batch (B, n_obs); ``images``: ONNX input
+        name -> stacked uint8 frames (C, h, w) or (B, C, h, w) for a pixel policy."""
         x = np.asarray(obs, dtype=np.float32)
         single = x.ndim == 1
-        out = self.session.run(None, {"obs": x.reshape(1, -1) if single else x})[0]
+        feed = {"obs": x.reshape(1, -1) if single else x}
+        for name, img in (images or {}).items():
+            img = np.asarray(img, dtype=np.uint8)
+            feed[name] = img[None] if single else img
+        out = self.session.run(None, feed)[0]
         return out[0] if single else out
 
     def command(self, action: np.ndarray) -> np.ndarray:
@@ -166,6 +179,46 @@ def _check_io(io: Dict[str, Any], problems: List[str]) -> None:
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             problems.append(f"io.yaml: duplicate {section} names {dup}")
+    _check_images(io, problems)
+
+
+def _check_images(io: Dict[str, Any], problems: List[str]) -> None:
+    """The optional ``image_observation`` section and its ``model.image_inputs`` entries."""
+    from .images import check_term
+
+    terms = io.get("image_observation")
+    declared = io["model"].get("image_inputs")
+    if terms is None and declared is None:
+        return
+    if not isinstance(terms, list) or not terms:
+        problems.append("io.yaml: 'image_observation' must be a non-empty list of image terms when present")
+        return
+    if not isinstance(declared, list):
+        problems.append("io.yaml: model.image_inputs must list the ONNX input of every image term")
+        return
+    by_name = {d.get("name"): d for d in declared if isinstance(d, dict)}
+    inputs = []
+    for i, t in enumerate(terms):
+        found = check_term(t, f"io.yaml: image_observation[{i}] ")
+        problems.extend(found)
+        if found:
+            continue
+        inputs.append(t["input"])
+        want = [None, t["stack"]["depth"] * (1 if t["encoding"] == "mono8" else 3),
+                t["resize"]["height"], t["resize"]["width"]]
+        d = by_name.get(t["input"])
+        if d is None:
+            problems.append(f"io.yaml: image_observation[{i}] ('{t['name']}'): input '{t['input']}' is not in "
+                            f"model.image_inputs")
+        elif list(d.get("shape") or []) != want or d.get("dtype") != "uint8":
+            problems.append(f"io.yaml: model.image_inputs '{t['input']}': shape {d.get('shape')} dtype "
+                            f"{d.get('dtype')!r}, but its image term gives {want} uint8 (depth * channels, h, w)")
+    dup = sorted({n for n in inputs if inputs.count(n) > 1})
+    if dup:
+        problems.append(f"io.yaml: image terms share ONNX input(s) {dup}")
+    extra = sorted(set(by_name) - set(inputs))
+    if extra and not problems:
+        problems.append(f"io.yaml: model.image_inputs {extra} belong to no image term")
 
 
 def _dim(d: Any) -> Optional[int]:
@@ -190,9 +243,18 @@ def _check_onnx(path: str, io: Dict[str, Any], problems: List[str]):
     n_act = len(io.get("action") or [])
     discrete = io["model"]["output"].get("kind") == "discrete"
     inputs, outputs = session.get_inputs(), session.get_outputs()
-    if len(inputs) != 1 or inputs[0].name != "obs":
-        problems.append(f"policy.onnx: expected one input named 'obs', got {[i.name for i in inputs]}")
+    images = {d["name"]: d for d in io["model"].get("image_inputs") or []}
+    want_inputs = ["obs"] + sorted(images)
+    if sorted(i.name for i in inputs) != sorted(want_inputs):
+        problems.append(f"policy.onnx: expected input(s) {want_inputs}, got {[i.name for i in inputs]}")
         return None
+    for inp in inputs:
+        if inp.name in images:
+            dims = [_dim(d) for d in inp.shape]
+            if dims[1:] != images[inp.name]["shape"][1:] or inp.type != "tensor(uint8)":
+                problems.append(f"policy.onnx: input '{inp.name}' is {inp.type} {dims}, io.yaml declares uint8 "
+                                f"{images[inp.name]['shape']}")
+    inputs = [i for i in inputs if i.name == "obs"]
     if len(outputs) != 1 or outputs[0].name != "action":
         problems.append(f"policy.onnx: expected one output named 'action', got {[o.name for o in outputs]}")
         return None
@@ -207,7 +269,9 @@ def _check_onnx(path: str, io: Dict[str, Any], problems: List[str]):
     if problems:
         return None
     try:
-        out = session.run(None, {"obs": np.zeros((2, n_obs), np.float32)})[0]
+        feed = {"obs": np.zeros((2, n_obs), np.float32)}
+        feed.update({k: np.zeros([2] + d["shape"][1:], np.uint8) for k, d in images.items()})
+        out = session.run(None, feed)[0]
     except Exception as exc:
         problems.append(f"policy.onnx: onnxruntime cannot run it: {exc}")
         return None
@@ -277,7 +341,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                 print(exc, file=sys.stderr)
                 bad += 1
                 continue
-            print(f"ok: {path} ({b.io['task']}, {b.obs_dim} obs -> "
+            imgs = "".join(f" + image {d['name']} {d['shape'][1:]}" for d in b.io["model"].get("image_inputs") or [])
+            print(f"ok: {path} ({b.io['task']}, {b.obs_dim} obs{imgs} -> "
                   f"{'discrete ' if b.discrete else ''}{len(b.io['action'])} action(s) @ {b.io['control_rate_hz']:g} Hz)")
         return 1 if bad else 0
     try:
@@ -290,6 +355,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     for t in b.io["observation"]:
         s = t["source"]
         print(f"  obs[{t['index']}] {t['name']} [{t['unit']}] <- {s['topic']} {s['field']}{' ' + s.get('key', '') if s.get('key') else ''}")
+    for t in b.io.get("image_observation") or []:
+        c, r, st = t["crop"], t["resize"], t["stack"]
+        print(f"  image {t['name']} <- {t['source']['topic']} {t['encoding']} {t['width']}x{t['height']}, crop "
+              f"{c['width']}x{c['height']}+{c['x']}+{c['y']} -> {r['width']}x{r['height']}, stack {st['depth']} "
+              f"stride {st['stride']} -> input '{t['input']}'")
     for t in b.io["action"]:
         print(f"  act[{t['index']}] {t['name']} [{t['unit']}] -> {t['target']['topic']} {t['target']['field']} limits {t['limits']}")
     print(f"  success rate: {b.evaluation['success_rate']} over {b.evaluation['episodes']} episodes")

@@ -170,9 +170,18 @@ def io_descriptor(
     act: Sequence[ActTerm],
     discrete: bool,
     notes: Sequence[str] = (),
+    images: Sequence[Any] = (),
 ) -> Dict[str, Any]:
-    """The ``io.yaml`` content for a bundle trained on these terms."""
+    """The ``io.yaml`` content for a bundle trained on these terms (``images``: the
+    :class:`rlstack_bundle.images.ImageSpec` terms of a pixel policy, one ONNX input each)."""
     check_terms(obs, act)
+    from .images import check_term
+
+    image_terms = [im.to_dict() for im in images]
+    for d in image_terms:
+        problems = check_term(d)
+        if problems:
+            raise ValueError("; ".join(problems))
     observation: List[Dict[str, Any]] = []
     for i, t in enumerate(obs):
         observation.append({
@@ -193,7 +202,7 @@ def io_descriptor(
         if t.safe_action is not None:
             a["safe_action"] = t.safe_action if isinstance(t.safe_action, str) else float(t.safe_action)
         action.append(a)
-    return {
+    out = {
         "format": IO_FORMAT,
         "task": task,
         "env_id": env_id,
@@ -219,3 +228,15 @@ def io_descriptor(
         "action": action,
         "notes": list(notes),
     }
+    if image_terms:
+        out["model"]["image_inputs"] = [
+            {"name": d["input"], "shape": [None, d["stack"]["depth"] * (1 if d["encoding"] == "mono8" else 3),
+                                           d["resize"]["height"], d["resize"]["width"]], "dtype": "uint8"}
+            for d in image_terms]
+        out["model"]["normalization"] = ("folded into the ONNX graph (feed raw scaled observations; "
+                                         "images as uint8 0..255)")
+        out["conventions"]["image"] = ("image_observation[k] -> ONNX input 'input': crop, area resize, channels "
+                                       "first, 'depth' frames 'stride' control periods apart by stamp, oldest first "
+                                       "(rlstack_bundle.images.preprocess / FrameStack)")
+        out["image_observation"] = image_terms
+    return out

@@ -43,7 +43,8 @@ def test_loading_every_shipped_bundle_imports_nothing_heavy():
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
 def test_shipped_bundle_acts_within_its_limits(path):
     b = load(str(path))
-    a = b.act(np.zeros(b.obs_dim, np.float32))
+    images = {spec.input: np.zeros(spec.input_shape, np.uint8) for spec in b.image_specs}   # pixel bundles
+    a = b.act(np.zeros(b.obs_dim, np.float32), images)
     cmd = b.command(a)
     assert cmd.shape == (len(b.io["action"]),)
     for value, term in zip(cmd, b.io["action"]):

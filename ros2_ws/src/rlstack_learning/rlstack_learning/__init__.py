@@ -20,6 +20,7 @@ ENTRY_POINTS = {
     "RlStack/CartPole-v0": "rlstack_learning.envs.cartpole:CartPoleEnv",
     "RlStack/CartPoleDiscrete-v0": "rlstack_learning.envs.cartpole:CartPoleDiscreteEnv",
     "RlStack/BallPlate-v0": "rlstack_learning.envs.ball_plate:BallPlateEnv",
+    "RlStack/BallPlatePixels-v0": "rlstack_learning.envs.ball_plate_pixels:BallPlatePixelsEnv",
     "RlStack/PandaLift-v0": "rlstack_learning.envs.lift:PandaLiftEnv",
     "RlStack/MobileLift-v0": "rlstack_learning.envs.mobile_lift:MobileLiftEnv",
     "RlStack/MobileLiftPerceived-v0": "rlstack_learning.envs.mobile_lift_perceived:MobileLiftPerceivedEnv",

@@ -40,7 +40,12 @@ def play_bundle(path: str, episodes: int = 10, randomize: bool = False, video: O
     from rlstack_bundle.bundle import load
 
     b = load(path)
-    return _play(b.io["env_id"], b.act, episodes, randomize, video, seed_base, env_kwargs)
+    policy = b.act
+    specs = b.image_specs
+    if specs:   # a pixel bundle: the env's Dict observation {"image": stacked frames, "state": scalar terms}
+        (spec,) = specs
+        policy = lambda obs: b.act(obs["state"], {spec.input: obs["image"]})  # noqa: E731
+    return _play(b.io["env_id"], policy, episodes, randomize, video, seed_base, env_kwargs)
 
 
 def play_model_dir(path: str, episodes: int = 10, randomize: bool = False, video: Optional[str] = None,

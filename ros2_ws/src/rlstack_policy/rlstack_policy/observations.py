@@ -31,6 +31,9 @@ class _TopicState:
     last_msg_time: Optional[float] = None
     prev_raw: Dict[int, float] = field(default_factory=dict)
     tf: Optional[TFBuffer] = None          # TF buffer of a topic with tf_position terms
+    image: Any = None                      # ImagePlan of an image topic
+    frames: Any = None                     # its rlstack_bundle.images.FrameStack
+    error: str = ""                        # the last rejection's one-line explanation
 
 
 class ObservationAssembler:
@@ -60,6 +63,11 @@ class ObservationAssembler:
         for st in self.topics.values():
             if any(t.derive.kind == "tf_position" for t in st.terms):
                 st.tf = {}
+        self.images: Dict[str, np.ndarray] = {}      # ONNX input name -> stacked frames, set by assemble()
+        for im in getattr(plan, "images", ()):
+            from rlstack_bundle.images import FrameStack
+
+            self.topics[im.topic] = _TopicState([], image=im, frames=FrameStack(im.spec, self.period_s))
         self._raw = np.zeros(plan.size, dtype=np.float64)
         self._obs = np.zeros(plan.size, dtype=np.float32)
         self._scales = np.array([t.scale for t in plan.terms], dtype=np.float64)
@@ -70,6 +78,8 @@ class ObservationAssembler:
         ``missing_index``, ``bad_value``) or None when accepted."""
         st = self.topics[topic]
         st.updates += 1
+        if st.image is not None:
+            return self._update_image(st, msg, now_s)
         raw: Dict[int, float] = {}
         try:
             tf = st.tf
@@ -108,6 +118,30 @@ class ObservationAssembler:
         st.last_msg, st.last_msg_time = msg, now_s
         return None
 
+    def _update_image(self, st: _TopicState, msg: Any, now_s: float) -> Optional[str]:
+        """A sensor_msgs/Image: decode (encoding and size checked), preprocess, stack by header stamp.
+        Rejections: ``bad_image`` (wrong encoding, size or length: ``st.error`` says which),
+        ``out_of_order`` (a stamp not newer than the newest stacked frame)."""
+        from rlstack_bundle.images import ImageError, decode, preprocess
+
+        spec = st.image.spec
+        try:
+            frame = decode(spec, str(msg.encoding), int(msg.height), int(msg.width), int(msg.step), msg.data)
+            frame = preprocess(frame, spec)
+        except ImageError as exc:
+            st.invalid, st.error = "bad_image", str(exc)
+            return st.invalid
+        stamp = float(msg.header.stamp.sec) + 1e-9 * float(msg.header.stamp.nanosec)
+        newest = st.frames.newest_stamp
+        if st.frames.push(stamp, frame) is not None:
+            st.error = (f"image on {st.image.topic} stamped {stamp:.3f} s is not newer than the newest stacked "
+                        f"frame ({newest:.3f} s)")
+            return "out_of_order"     # the stack keeps its frames: not a fault by itself
+        st.rx_time = now_s
+        st.invalid, st.error = None, ""
+        st.last_msg, st.last_msg_time = msg, now_s
+        return None
+
     def all_updated(self) -> bool:
         """Every topic delivered a message (good or rejected) since the last :meth:`mark_step`."""
         return all(st.updates > self._step_marks[k] for k, st in self.topics.items())
@@ -140,6 +174,12 @@ class ObservationAssembler:
         for st in self.topics.values():
             for idx, v in st.values.items():
                 raw[idx] = v
+        for st in self.topics.values():
+            if st.image is not None:
+                stack, why = st.frames.stack()
+                if stack is None:
+                    return None, why
+                self.images[st.image.spec.input] = stack
         for t in self.term_terms:   # distance: from the other terms' raw values, as the env computes it
             raw[t.index] = derive_ops.apply_terms(t.derive.params, self._ref(t))
         self._obs[:] = raw * self._scales
@@ -157,3 +197,7 @@ class ObservationAssembler:
         for topic, st in self.topics.items():
             if topic in other.topics and st.last_msg is not None:
                 other.update(topic, st.last_msg, st.last_msg_time)
+                if st.frames is not None and other.topics[topic].frames is not None \
+                        and st.frames.spec == other.topics[topic].frames.spec:
+                    other.topics[topic].frames._stamps = list(st.frames._stamps)   # same preprocessing: keep the stack
+                    other.topics[topic].frames._frames = list(st.frames._frames)

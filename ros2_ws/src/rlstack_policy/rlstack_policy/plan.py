@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from rlstack_bundle import derive as derive_ops  # pure Python: the same operations the envs use
@@ -116,9 +116,19 @@ def update_tf_buffer(buffer: TFBuffer, msg: Any) -> None:
 
 
 @dataclass
+class ImagePlan:
+    """One image observation term: the topic (after remapping) and its preprocessing spec."""
+
+    spec: Any                # rlstack_bundle.images.ImageSpec
+    topic: str
+    descriptor_topic: str
+
+
+@dataclass
 class ObsPlan:
     terms: List[ObsTermPlan]
     topics: Dict[str, str]   # topic -> message type, in first-use order
+    images: List[ImagePlan] = field(default_factory=list)
 
     @property
     def size(self) -> int:
@@ -254,7 +264,20 @@ def compile_io(io: Mapping[str, Any], key_indices: Mapping[str, int] = None, rem
             [float(c) for c in t["choices"]] if discrete else None, threshold))
     if not obs_terms or not act_terms:
         raise SpecError("io.yaml needs at least one observation and one action term")
-    return ObsPlan(obs_terms, obs_topics), ActPlan(act_terms, act_topics, discrete)
+    images = []
+    for k, d in enumerate(io.get("image_observation") or []):
+        from rlstack_bundle.images import IMAGE_MSG_TYPE, ImageSpec
+
+        try:
+            spec = ImageSpec.from_dict(d)
+        except ValueError as exc:
+            raise SpecError(f"image_observation[{k}]: {exc}") from None
+        topic = remaps.get(spec.topic, spec.topic)
+        if topic in obs_topics:
+            raise SpecError(f"image_observation[{k}] '{spec.name}': topic {topic} is also read by a scalar term")
+        _check_types(obs_topics, topic, IMAGE_MSG_TYPE, f"image_observation[{k}] '{spec.name}'")
+        images.append(ImagePlan(spec, topic, spec.topic))
+    return ObsPlan(obs_terms, obs_topics, images), ActPlan(act_terms, act_topics, discrete)
 
 
 def descriptor_topics(io: Mapping[str, Any], remaps: Mapping[str, str] = None) -> Tuple[Dict[str, str], Dict[str, str]]:
@@ -266,6 +289,10 @@ def descriptor_topics(io: Mapping[str, Any], remaps: Mapping[str, str] = None) -
             src = (t or {}).get(key) or {}
             if isinstance(src.get("topic"), str):
                 d.setdefault(remaps.get(src["topic"], src["topic"]), str(src.get("type")))
+    for t in io.get("image_observation") or []:
+        src = (t or {}).get("source") or {}
+        if isinstance(src.get("topic"), str):
+            out[0].setdefault(remaps.get(src["topic"], src["topic"]), str(src.get("type")))
     return out
 
 

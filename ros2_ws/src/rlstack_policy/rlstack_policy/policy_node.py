@@ -8,6 +8,11 @@ Thin adapter around :mod:`rlstack_policy.core` and :mod:`rlstack_policy.runner`
   descriptor against the ROS message types, create one subscription per observation topic
   and one publisher per action topic. Any problem: a clear error, the node stays up and
   unconfigured.
+* image observation terms (``image_observation`` in io.yaml, pixel policies): one
+  ``sensor_msgs/Image`` subscription per term; every frame is checked (encoding, size: a wrong
+  one is rejected with a one-line reason and counted), cropped and resized by
+  ``rlstack_bundle.images.preprocess`` and stacked by header stamp; an incomplete stack, a gap
+  or a stale image is a safe step, counted in diagnostics by reason.
 * activate: start the loop (``trigger: timer`` at the control rate on the node clock, or
   ``trigger: message``: one step per complete set of new observations, with a watchdog).
 * deactivate: stop the loop and publish the safe action.
@@ -227,7 +232,9 @@ class PolicyNode(LifecycleNode):
         if kind is not None:
             key = f"{topic}/{kind}"
             self._rejected[key] = self._rejected.get(key, 0) + 1
-            self._warn_once(f"rej:{key}", f"rejected a message on {topic}: {kind} (safe action until a good one)")
+            detail = loaded.assembler.topics[topic].error   # images: which encoding/size/stamp was wrong
+            self._warn_once(f"rej:{key}", f"rejected a message on {topic}: {kind}"
+                            f"{': ' + detail if detail else ''} (safe action until a good one)")
         if self._active and self._trigger == "message" and loaded.assembler.all_updated():
             self._step()
 

@@ -57,13 +57,15 @@ class LoadedPolicy:
                                               latched_topics=own_commands)
         self.shaper = ActionShaper(act_plan, rate_hz, max_rate, safe)
         self.session = bundle.session
-        self.input_name = self.session.get_inputs()[0].name
         self.output_name = self.session.get_outputs()[0].name
         self.x = np.zeros((1, obs_plan.size), dtype=np.float32)
 
     def act(self, obs: np.ndarray) -> np.ndarray:
         self.x[0, :] = obs
-        return self.session.run([self.output_name], {self.input_name: self.x})[0][0]
+        feed = {"obs": self.x}
+        for name, stack in self.assembler.images.items():   # pixel bundles: the stacked frames of each image term
+            feed[name] = stack[None]
+        return self.session.run([self.output_name], feed)[0][0]
 
 
 def _plans(io: Mapping[str, Any], opts: ServeOptions) -> Tuple[ObsPlan, ActPlan, List[Any], np.ndarray]:

@@ -2,6 +2,7 @@
 ``rlstack_learning`` itself whenever gymnasium is imported: see its ``ENTRY_POINTS``)."""
 
 from .ball_plate import BallPlateEnv
+from .ball_plate_pixels import BallPlatePixelsEnv
 from .base import EVAL_SEED_BASE, TRAIN_SEED_LIMIT, VALIDATION_SEED_BASE, SimTaskEnv
 from .cartpole import CartPoleDiscreteEnv, CartPoleEnv
 
@@ -10,6 +11,7 @@ ENVS = {
     CartPoleEnv.env_id: CartPoleEnv,
     CartPoleDiscreteEnv.env_id: CartPoleDiscreteEnv,
     BallPlateEnv.env_id: BallPlateEnv,
+    BallPlatePixelsEnv.env_id: BallPlatePixelsEnv,
 }
 
 try:
