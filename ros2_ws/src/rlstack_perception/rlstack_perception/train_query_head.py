@@ -88,7 +88,7 @@ def calibrate(scores: np.ndarray, queries: Sequence[W.Query]) -> float:
 def report(scores: np.ndarray, queries: Sequence[W.Query], threshold: float) -> Dict[str, float]:
     out: Dict[str, List[int]] = {}
     for s, q in zip(scores, queries):
-        if q.column in ("absent", "train_absent"):
+        if W.is_absent(q.column):
             out.setdefault(q.column + "_false_match", []).append(int(s.max() >= threshold))
         else:
             k = int(np.argmax(s))
@@ -174,6 +174,8 @@ def main(argv=None) -> int:
     ap.add_argument("--calibrate-clip", default="", metavar="CKPT",
                     help="only calibrate a cosine match_threshold for this open_clip checkpoint (embedder clip)")
     ap.add_argument("--clip-model", default="ViT-B-32", help="open_clip model name or .json config (--calibrate-clip)")
+    ap.add_argument("--compare-head", default="", metavar="NPZ",
+                    help="also report an existing head (its card's threshold) on the held-out sets, e.g. the one before")
     ap.add_argument("--cache", default="out/perception/query_text.npz")
     ap.add_argument("--out", default=str(WEIGHTS_DIR))
     args = ap.parse_args(argv)
@@ -193,7 +195,7 @@ def main(argv=None) -> int:
     train_q = W.training_wordings(args.train, seed=0) + W.trained_queries()
     train_texts = {q.text for q in train_q}
     val_q = [q for q in W.training_wordings(args.val, seed=1) if q.text not in train_texts]
-    held = W.heldout_queries()
+    held = W.all_heldout_queries()
     text = TextEncoder()
     emb = embed_texts(text, [q.text for q in train_q + val_q + held], Path(args.cache))
     E = lambda qs: np.stack([emb[q.text] for q in qs]).astype(np.float32)  # noqa: E731
@@ -216,6 +218,13 @@ def main(argv=None) -> int:
     results["raw cosine to prototypes (old query side)"] = {
         "match_threshold": round(thr_raw, 4), **report(raw_label_scores(xho, protos), held, thr_raw),
         **{f"val_{k}": v for k, v in report(raw_val, val_q, thr_raw).items() if "false" in k or "_top1" in k}}
+    if args.compare_head:
+        old = dict(np.load(args.compare_head))
+        card = Path(args.compare_head).with_suffix(".json")
+        thr_old = json.loads(card.read_text())["match_threshold"] if card.is_file() else 0.5
+        results[f"compared: {args.compare_head}"] = {
+            "match_threshold": thr_old,
+            **report(label_matrix(with_colour_rule(forward(old, xho), held)), held, thr_old)}
     params = None
     for name, v in variants.items():
         keep = np.ones(len(train_q), bool)
