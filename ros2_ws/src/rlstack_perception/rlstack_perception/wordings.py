@@ -53,7 +53,7 @@ TRAIN_SHAPES: Dict[str, Tuple[str, ...]] = {
              "golf ball", "bowling ball", "sphere-like thing"),
     "cylinder": ("cylinder", "canister", "pipe", "drum", "pillar", "tin", "roller", "cylinder shape",
                  "short cylinder",
-                 "log", "shaft", "stump", "roll", "cylinder-like object", "stubby pillar", "pipe section",
+                 "log", "shaft", "stump", "cylinder-like object", "stubby pillar", "pipe section",
                  "tall cylinder", "flask", "oil drum", "paint tin", "bollard", "tower", "pylon", "upright cylinder"),
 }
 #: category words: accept every shape (with the colour, if any)
