@@ -2,6 +2,7 @@
 
     python -m rlstack_perception.train_query_head [--train 14000] [--epochs 60] [--out weights/]
     python -m rlstack_perception.train_query_head --ablation   # what helped (no export)
+    python -m rlstack_perception.train_query_head --score-head weights/query_head.npz   # label level, no training
     python -m rlstack_perception.train_query_head --calibrate-clip CKPT --clip-model ViT-B-32
         # a match_threshold for embedder clip (cosine), from training wordings only; no training
 
@@ -188,6 +189,9 @@ def main(argv=None) -> int:
     ap.add_argument("--clip-model", default="ViT-B-32", help="open_clip model name or .json config (--calibrate-clip)")
     ap.add_argument("--compare-head", default="", metavar="NPZ",
                     help="also report an existing head (its card's threshold) on the held-out sets, e.g. the one before")
+    ap.add_argument("--score-head", default="", metavar="NPZ",
+                    help="only report an existing head (its card's threshold) on both held-out sets, with and "
+                         "without the WordNet shape words, at label level; no training")
     ap.add_argument("--cache", default="out/perception/query_text.npz")
     ap.add_argument("--out", default=str(WEIGHTS_DIR))
     args = ap.parse_args(argv)
@@ -202,6 +206,19 @@ def main(argv=None) -> int:
         emb = ClipEmbedder.from_checkpoint(args.calibrate_clip, Path(cfg).stem if cfg else args.clip_model,
                                            model_config=cfg, threads=args.threads)
         print(json.dumps(calibrate_cosine(emb.encode_text), indent=1))
+        return 0
+    if args.score_head:
+        held = W.all_heldout_queries()
+        text = TextEncoder()
+        x = np.concatenate([text.encode([q.text for q in held[i:i + 256]]) for i in range(0, len(held), 256)])
+        head = dict(np.load(args.score_head))
+        card = Path(args.score_head).with_suffix(".json")
+        thr = json.loads(card.read_text())["match_threshold"] if card.is_file() else 0.5
+        c = forward(head, x.astype(np.float32))
+        c = c if args.no_colour_words else with_colour_rule(c, held)
+        out = {"match_threshold": thr, "without shape words": report(label_matrix(c), held, thr),
+               "with shape words": report(label_matrix(with_shape_rule(c, held)), held, thr)}
+        print(json.dumps(out, indent=1))
         return 0
     t0 = time.time()
     train_q = W.training_wordings(args.train, seed=0) + W.trained_queries()
