@@ -141,14 +141,14 @@ def evaluate(layouts=(2000, 2001, 2002, 2003, 2004), views: int = 3, scenes=("ho
                     k = min(dd, key=dd.get)
                     return owner_label[k] if dd[k] < 0.10 else None
 
-                queries = [q for q in W.heldout_queries() if q.column == "absent" or set(q.labels) & present]
+                queries = [q for q in W.all_heldout_queries() if W.is_absent(q.column) or set(q.labels) & present]
                 queries += [W.Query(t.format(c=lab.split()[0], s=lab.split()[1]), "absent_labels", (), ())
                             for lab in LABELS if lab not in present for t in ("{c} {s}", "the {c} {s}")]
                 for q in queries:
                     top = pipe.query(q.text, max_results=1)
                     cell = held.setdefault(q.column, {"n": 0, "ok": 0, "ranking_ok": 0, "mission_ok": 0})
                     cell["n"] += 1
-                    if q.column.startswith("absent"):
+                    if W.is_absent(q.column):
                         cell["ok"] += int(bool(top))          # a false match
                         cell["mission_ok"] += int(bool(top) and top[0][1] >= 0.85)
                         continue
@@ -174,15 +174,15 @@ def evaluate(layouts=(2000, 2001, 2002, 2003, 2004), views: int = 3, scenes=("ho
                 "queries": hits["trained"][1] + hits["unseen"][1],
                 "match_threshold": float(pipe.match_threshold),
                 **{f"heldout_{col}_top1": c["ok"] / max(1, c["n"]) for col, c in held.items()
-                   if not col.startswith("absent")},
+                   if not W.is_absent(col)},
                 **{f"heldout_{col}_top1_ranking": c["ranking_ok"] / max(1, c["n"]) for col, c in held.items()
-                   if not col.startswith("absent")},
+                   if not W.is_absent(col)},
                 **{f"heldout_{col}_mission_0.85": c["mission_ok"] / max(1, c["n"]) for col, c in held.items()
-                   if not col.startswith("absent")},
+                   if not W.is_absent(col)},
                 **{f"{col}_false_match_rate": c["ok"] / max(1, c["n"]) for col, c in held.items()
-                   if col.startswith("absent")},
+                   if W.is_absent(col)},
                 **{f"{col}_false_match_rate_mission_0.85": c["mission_ok"] / max(1, c["n"]) for col, c in held.items()
-                   if col.startswith("absent")},
+                   if W.is_absent(col)},
                 **{f"n_queries_{col}": c["n"] for col, c in held.items()},
                 "pipeline_ms_median": pct(ms, 50), "pipeline_ms_p95": pct(ms, 95),
             }

@@ -103,6 +103,8 @@ class SemanticMapNode(Node):
                      "embedder crop_cnn only; false: cosine of the text and crop embeddings)")
         head_path = p("query_head_path", "", "Query head weights (.npz; '' = packaged weights)")
         colour_words = p("colour_words", True, "Query head: read colour names through the xkcd colour survey")
+        shape_words = p("shape_words", True, "Query head: accept a shape named by a WordNet synonym of a training "
+                        "shape word (column, globe, tube, ...)")
         match_threshold = p("match_threshold", -1.0, "Queries return no match scoring below this ('not here'); "
                             "-1: the query head's calibrated threshold, or none without the head (CLIP: set one)",
                             min_value=-1.0, max_value=1.0)
@@ -147,7 +149,7 @@ class SemanticMapNode(Node):
         if use_head and embedder == "crop_cnn":
             from rlstack_perception.query_head import DEFAULT_QUERY_HEAD, QueryHead
 
-            head = QueryHead(head_path or DEFAULT_QUERY_HEAD, colour_words)
+            head = QueryHead(head_path or DEFAULT_QUERY_HEAD, colour_words, shape_words)
         self.pipeline = Pipeline(seg, emb, text, map_cfg, filt, max_range_m=max_range, query_head=head,
                                  match_threshold=None if match_threshold <= -1.0 else match_threshold)
         self.get_logger().info(f"pipeline {seg.name} + {emb.name} ready in {time.monotonic() - t0:.1f} s "

@@ -35,11 +35,19 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 class QueryHead:
     """``colour_words``: ground colour names through the xkcd survey (:mod:`rlstack_perception.colour_words`);
-    the head's own colour outputs are used only when the query names no colour the survey knows."""
+    the head's own colour outputs are used only when the query names no colour the survey knows.
+    ``shape_words``: a shape named by a WordNet synonym of a training shape word
+    (:mod:`rlstack_perception.shape_words`) is accepted whatever the head says."""
 
-    def __init__(self, path: os.PathLike | str = DEFAULT_QUERY_HEAD, colour_words: bool = True) -> None:
+    def __init__(self, path: os.PathLike | str = DEFAULT_QUERY_HEAD, colour_words: bool = True,
+                 shape_words: bool = True) -> None:
         self.path = Path(path)
         self.colour_rule = None
+        self.shape_rule = None
+        if shape_words:
+            from rlstack_perception.shape_words import ShapeRule
+
+            self.shape_rule = ShapeRule()
         if colour_words:
             from rlstack_perception import wordings as W
             from rlstack_perception.colour_words import ColourRule
@@ -78,6 +86,8 @@ class QueryHead:
             cr = self.colour_rule.compat(text, self._not_colours)
             if cr is not None:
                 c[:len(COLOURS)] = cr
+        if self.shape_rule is not None:
+            c[len(COLOURS):] = self.shape_rule.apply(text, c[len(COLOURS):])
         return c
 
     def label_scores(self, text: str, text_embedding: np.ndarray, labels: Sequence[str]) -> np.ndarray:

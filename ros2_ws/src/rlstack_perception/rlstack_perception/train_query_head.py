@@ -2,6 +2,7 @@
 
     python -m rlstack_perception.train_query_head [--train 14000] [--epochs 60] [--out weights/]
     python -m rlstack_perception.train_query_head --ablation   # what helped (no export)
+    python -m rlstack_perception.train_query_head --score-head weights/query_head.npz   # label level, no training
     python -m rlstack_perception.train_query_head --calibrate-clip CKPT --clip-model ViT-B-32
         # a match_threshold for embedder clip (cosine), from training wordings only; no training
 
@@ -88,7 +89,7 @@ def calibrate(scores: np.ndarray, queries: Sequence[W.Query]) -> float:
 def report(scores: np.ndarray, queries: Sequence[W.Query], threshold: float) -> Dict[str, float]:
     out: Dict[str, List[int]] = {}
     for s, q in zip(scores, queries):
-        if q.column in ("absent", "train_absent"):
+        if W.is_absent(q.column):
             out.setdefault(q.column + "_false_match", []).append(int(s.max() >= threshold))
         else:
             k = int(np.argmax(s))
@@ -141,6 +142,17 @@ def with_colour_rule(compat: np.ndarray, queries: Sequence[W.Query]) -> np.ndarr
     return out
 
 
+def with_shape_rule(compat: np.ndarray, queries: Sequence[W.Query]) -> np.ndarray:
+    """A shape named by a WordNet synonym of a training shape word accepted (rlstack_perception.shape_words)."""
+    from rlstack_perception.shape_words import ShapeRule
+
+    rule = ShapeRule()
+    out = compat.copy()
+    for i, q in enumerate(queries):
+        out[i, len(COLOURS):] = rule.apply(q.text, out[i, len(COLOURS):])
+    return out
+
+
 def forward(params, x):
     h = np.maximum(x @ params["W1"] + params["b1"], 0.0)
     return 1.0 / (1.0 + np.exp(-np.clip(h @ params["W2"] + params["b2"], -60, 60)))
@@ -169,11 +181,17 @@ def main(argv=None) -> int:
                     help="threshold from 3 word-held-out folds of the training lists (default) or from a "
                          "validation draw with the same words")
     ap.add_argument("--no-colour-words", action="store_true", help="no colour-word rule (head only)")
+    ap.add_argument("--no-shape-words", action="store_true", help="no WordNet shape-word rule")
     ap.add_argument("--ablation", action="store_true", help="compare variants on the held-out set; no export")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--calibrate-clip", default="", metavar="CKPT",
                     help="only calibrate a cosine match_threshold for this open_clip checkpoint (embedder clip)")
     ap.add_argument("--clip-model", default="ViT-B-32", help="open_clip model name or .json config (--calibrate-clip)")
+    ap.add_argument("--compare-head", default="", metavar="NPZ",
+                    help="also report an existing head (its card's threshold) on the held-out sets, e.g. the one before")
+    ap.add_argument("--score-head", default="", metavar="NPZ",
+                    help="only report an existing head (its card's threshold) on both held-out sets, with and "
+                         "without the WordNet shape words, at label level; no training")
     ap.add_argument("--cache", default="out/perception/query_text.npz")
     ap.add_argument("--out", default=str(WEIGHTS_DIR))
     args = ap.parse_args(argv)
@@ -189,11 +207,24 @@ def main(argv=None) -> int:
                                            model_config=cfg, threads=args.threads)
         print(json.dumps(calibrate_cosine(emb.encode_text), indent=1))
         return 0
+    if args.score_head:
+        held = W.all_heldout_queries()
+        text = TextEncoder()
+        x = np.concatenate([text.encode([q.text for q in held[i:i + 256]]) for i in range(0, len(held), 256)])
+        head = dict(np.load(args.score_head))
+        card = Path(args.score_head).with_suffix(".json")
+        thr = json.loads(card.read_text())["match_threshold"] if card.is_file() else 0.5
+        c = forward(head, x.astype(np.float32))
+        c = c if args.no_colour_words else with_colour_rule(c, held)
+        out = {"match_threshold": thr, "without shape words": report(label_matrix(c), held, thr),
+               "with shape words": report(label_matrix(with_shape_rule(c, held)), held, thr)}
+        print(json.dumps(out, indent=1))
+        return 0
     t0 = time.time()
     train_q = W.training_wordings(args.train, seed=0) + W.trained_queries()
     train_texts = {q.text for q in train_q}
     val_q = [q for q in W.training_wordings(args.val, seed=1) if q.text not in train_texts]
-    held = W.heldout_queries()
+    held = W.all_heldout_queries()
     text = TextEncoder()
     emb = embed_texts(text, [q.text for q in train_q + val_q + held], Path(args.cache))
     E = lambda qs: np.stack([emb[q.text] for q in qs]).astype(np.float32)  # noqa: E731
@@ -201,21 +232,30 @@ def main(argv=None) -> int:
     ytr = np.stack([W.target_of(q.colours, q.shapes) for q in train_q])
 
     protos = text.prototypes(LABELS)
-    variants = {"head": dict(plain=args.plain_words, noise=args.noise, rule=not args.no_colour_words)}
+    variants = {"head": dict(plain=args.plain_words, noise=args.noise, rule=not args.no_colour_words,
+                             shape="both" if not args.no_shape_words else False)}
     if args.ablation and args.calibration == "word-folds":
         variants = {"head, no colour words": dict(plain=False, noise=args.noise, rule=False),
-                    "head": dict(plain=False, noise=args.noise, rule=True)}
+                    "head": dict(plain=False, noise=args.noise, rule=True, shape="both")}
     elif args.ablation:
         variants = {"head, plain words only, no colour words": dict(plain=True, noise=args.noise, rule=False),
                     "head, no embedding noise, no colour words": dict(plain=False, noise=0.0, rule=False),
                     "head, no colour words": dict(plain=False, noise=args.noise, rule=False),
-                    "head": dict(plain=False, noise=args.noise, rule=True)}
+                    "head": dict(plain=False, noise=args.noise, rule=True, shape="both")}
     results = {}
     raw_val = raw_label_scores(xval, protos)
     thr_raw = calibrate(raw_val, val_q)
     results["raw cosine to prototypes (old query side)"] = {
         "match_threshold": round(thr_raw, 4), **report(raw_label_scores(xho, protos), held, thr_raw),
         **{f"val_{k}": v for k, v in report(raw_val, val_q, thr_raw).items() if "false" in k or "_top1" in k}}
+    if args.compare_head:
+        old = dict(np.load(args.compare_head))
+        card = Path(args.compare_head).with_suffix(".json")
+        thr_old = json.loads(card.read_text())["match_threshold"] if card.is_file() else 0.5
+        results[f"compared: {args.compare_head}"] = {
+            "match_threshold": thr_old,
+            **report(label_matrix(with_colour_rule(forward(old, xho), held)), held, thr_old)}
+        print(f"[eval] compared: {json.dumps(results[f'compared: {args.compare_head}'])}", flush=True)
     params = None
     for name, v in variants.items():
         keep = np.ones(len(train_q), bool)
@@ -225,35 +265,39 @@ def main(argv=None) -> int:
             keep = np.array([not any(f" {e} " in f" {q.text} " for e in extra) for q in train_q])
         t1 = time.time()
         params = train(xtr[keep], ytr[keep], args.epochs, args.hidden, v["noise"])
-        cv, ch = forward(params, xval), forward(params, xho)
-        if v["rule"]:
-            cv, ch = with_colour_rule(cv, val_q), with_colour_rule(ch, held)
-        val_scores = label_matrix(cv)
+        cv_raw, ch_raw = forward(params, xval), forward(params, xho)
+        folds = []  # (raw outputs, queries) of models that never saw the scored queries' words
         if args.calibration == "word-folds":
-            # threshold from models that never saw the scored queries' words (training words only)
-            fold_scores, fold_q = [], []
             for fold in W.word_folds(3):
                 tr = keep & np.array([not (set(q.parts) & fold) for q in train_q])
                 pf = train(xtr[tr], ytr[tr], args.epochs, args.hidden, v["noise"], log=lambda *a, **k: None)
                 sel = [i for i, q in enumerate(val_q) if set(q.parts) & fold]
-                cf = forward(pf, xval[sel])
-                sub = [val_q[i] for i in sel]
-                if v["rule"]:
-                    cf = with_colour_rule(cf, sub)
-                fold_scores.append(label_matrix(cf))
-                fold_q += sub
-            thr = calibrate(np.concatenate(fold_scores), fold_q)
-            fold_report = {f"folds_{k}": val for k, val in report(np.concatenate(fold_scores), fold_q, thr).items()
-                           if "false" in k or "_top1" in k}
-        else:
-            thr = calibrate(val_scores, val_q)
-            fold_report = {}
-        results[name] = {"train_wordings": int(keep.sum()), "train_seconds": round(time.time() - t1, 1),
-                         "match_threshold": round(thr, 4),
-                         **report(label_matrix(ch), held, thr),
-                         **{f"val_{k}": val for k, val in report(val_scores, val_q, thr).items()
-                            if "false" in k or "_top1" in k}, **fold_report}
-        print(f"[eval] {name}: {json.dumps(results[name])}", flush=True)
+                folds.append((forward(pf, xval[sel]), [val_q[i] for i in sel]))
+        train_seconds = round(time.time() - t1, 1)
+        # the word rules are applied after the head, so one training serves with and without the shape words
+        for shape in ((False, True) if v.get("shape") == "both" else (bool(v.get("shape")),)):
+            vname = name if shape or v.get("shape") != "both" else name + ", no WordNet shape words"
+
+            def rules(c, qs, shape=shape):
+                c = with_colour_rule(c, qs) if v["rule"] else c
+                return with_shape_rule(c, qs) if shape else c
+
+            val_scores, held_scores = label_matrix(rules(cv_raw, val_q)), label_matrix(rules(ch_raw, held))
+            if folds:
+                fs = np.concatenate([label_matrix(rules(c, qs)) for c, qs in folds])
+                fq = [q for _, qs in folds for q in qs]
+                thr = calibrate(fs, fq)
+                fold_report = {f"folds_{k}": val for k, val in report(fs, fq, thr).items()
+                               if "false" in k or "_top1" in k}
+            else:
+                thr = calibrate(val_scores, val_q)
+                fold_report = {}
+            results[vname] = {"train_wordings": int(keep.sum()), "train_seconds": train_seconds,
+                              "match_threshold": round(thr, 4), "shape_words": shape,
+                              **report(held_scores, held, thr),
+                              **{f"val_{k}": val for k, val in report(val_scores, val_q, thr).items()
+                                 if "false" in k or "_top1" in k}, **fold_report}
+            print(f"[eval] {vname}: {json.dumps(results[vname])}", flush=True)
     print(json.dumps(results, indent=1))
     if args.ablation:
         return 0
@@ -272,7 +316,8 @@ def main(argv=None) -> int:
                                     "scored words), never the held-out set" if args.calibration == "word-folds" else
                                     "validation draw of the training generator (seed 1), never the held-out set"),
         "train_wordings": len(train_q), "val_wordings": len(val_q), "epochs": args.epochs,
-        "input_noise": args.noise, "colour_words": not args.no_colour_words, "train_seconds": res["train_seconds"], "seconds_total": round(time.time() - t0, 1),
+        "input_noise": args.noise, "colour_words": not args.no_colour_words,
+        "shape_words": not args.no_shape_words, "train_seconds": res["train_seconds"], "seconds_total": round(time.time() - t0, 1),
         "heldout_label_level": {k: v for k, v in res.items() if k not in ("match_threshold", "train_seconds")},
         "old_query_side_label_level": results["raw cosine to prototypes (old query side)"],
     }

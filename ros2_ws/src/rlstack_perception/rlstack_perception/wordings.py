@@ -25,6 +25,8 @@ import numpy as np
 from rlstack_perception.embed import COLOURS, SHAPES
 
 HELDOUT_FILE = Path(__file__).resolve().parent / "wordings" / "heldout.json"
+#: a second held-out set, written before the fourth session's retraining (columns prefixed "fresh_")
+HELDOUT_FRESH_FILE = HELDOUT_FILE.with_name("heldout_fresh.json")
 
 # ----------------------------------------------------------------------------- training lists
 #: colour words used for training (disjoint from the held-out synonyms)
@@ -41,11 +43,18 @@ TRAIN_COLOURS: Dict[str, Tuple[str, ...]] = {
 #: shape words used for training (disjoint from the held-out paraphrases)
 TRAIN_SHAPES: Dict[str, Tuple[str, ...]] = {
     "cube": ("cube", "block", "brick", "square block", "cubic block", "dice", "play block", "wooden block",
-             "cube shape"),
+             "cube shape",
+             # fourth session: more words of our own (everyday and geometric), none from either held-out set
+             "cubelet", "die", "hexahedron", "building block", "six-sided block", "square brick",
+             "rectangular block", "blocky thing", "carton", "parcel", "package", "cube-like object", "cubic thing"),
     "ball": ("ball", "sphere", "round ball", "bouncy ball", "ball-shaped thing", "sphere shape", "rubber ball",
-             "little ball"),
+             "little ball",
+             "spheroid", "globule", "pellet", "beach ball", "football", "ball-like object", "pom-pom", "gumball",
+             "golf ball", "bowling ball", "sphere-like thing"),
     "cylinder": ("cylinder", "canister", "pipe", "drum", "pillar", "tin", "roller", "cylinder shape",
-                 "short cylinder"),
+                 "short cylinder",
+                 "log", "shaft", "stump", "cylinder-like object", "stubby pillar", "pipe section",
+                 "tall cylinder", "flask", "oil drum", "paint tin", "bollard", "tower", "pylon", "upright cylinder"),
 }
 #: category words: accept every shape (with the colour, if any)
 TRAIN_CATEGORY = ("object", "thing", "item", "shape", "piece", "one")
@@ -87,6 +96,13 @@ TRAIN_TEMPLATES = (
     "please, the {c} {s}", "I want that {c} {s}", "the {c} {s} on the table", "the {c} {s} on the floor",
     "is there a {c} {s}?", "go get the {c} {s} please", "the {s}: {c}", "where would I find a {c} {s}",
     "may I have the {c} {s}", "pass me the {c} {s}", "the little {c} {s} near you",
+    # fourth session: more fillers and word orders of our own (none from either held-out set)
+    "{c} {s} please", "do you see a {c} {s}", "where's my {c} {s}", "kindly bring the {c} {s}",
+    "the {s} with the {c} colour", "be a dear and find the {c} {s}", "okay robot, the {c} {s}", "um, the {c} {s}",
+    "go over and pick up the {c} {s}", "the {s} - {c}", "bring that {c} {s} here", "find me a {c} {s}",
+    "there should be a {c} {s} somewhere", "I lost my {c} {s}", "quick, the {c} {s}", "the {c} {s}, please",
+    "the {s}, it's {c}", "the {s} painted {c}", "the {s} whose colour is {c}", "need the {c} {s} right now",
+    "hello, please find the {c} {s} for us", "the {c} {s} next to the wall", "the {s} in the colour {c}",
 )
 
 
@@ -107,8 +123,9 @@ def load_heldout(path: Path = HELDOUT_FILE) -> dict:
     return json.loads(Path(path).read_text())
 
 
-def heldout_queries(path: Path = HELDOUT_FILE) -> List[Query]:
-    """The held-out queries (columns: colour_synonyms, paraphrases, combined, category, absent)."""
+def heldout_queries(path: Path = HELDOUT_FILE, prefix: str = "") -> List[Query]:
+    """The held-out queries (columns: colour_synonyms, paraphrases, combined, category, absent), each
+    column name with ``prefix``."""
     h = load_heldout(path)
     out: List[Query] = []
     for c in COLOURS:
@@ -140,7 +157,18 @@ def heldout_queries(path: Path = HELDOUT_FILE) -> List[Query]:
             out.append(Query(t.format(c=a["colours"][(i + j) % len(a["colours"])], s=kind), "absent", (), ()))
     for kind in a["kinds"]:
         out.append(Query(f"the {kind}", "absent", (), ()))
+    if prefix:
+        out = [Query(q.text, prefix + q.column, q.colours, q.shapes) for q in out]
     return list({q.text: q for q in out}.values())
+
+
+def all_heldout_queries() -> List[Query]:
+    """Both held-out sets: ``heldout.json`` (columns as named) and ``heldout_fresh.json`` ("fresh_...")."""
+    return heldout_queries() + heldout_queries(HELDOUT_FRESH_FILE, "fresh_")
+
+
+def is_absent(column: str) -> bool:
+    return column.startswith("absent") or column.startswith("fresh_absent") or column == "train_absent"
 
 
 def trained_queries() -> List[Query]:
@@ -173,7 +201,10 @@ def training_wordings(n: int, seed: int = 0) -> List[Query]:
         sw = TRAIN_SHAPES[s][rng.integers(len(TRAIN_SHAPES[s]))]
         no_colour = (t.replace("{c} ", "").replace("{c}-coloured ", "").replace(" in {c}", "")
                      .replace(" coloured {c}", "").replace(" of {c} colour", "").replace("{c}, ", "")
-                     .replace(": {c}", ""))
+                     .replace(": {c}", "").replace(" - {c}", "").replace(", it's {c}", "").replace(" painted {c}", "")
+                     .replace(" with the {c} colour", "").replace(" in the colour {c}", ""))
+        if "{c}" in no_colour and (0.60 <= u < 0.65 or u >= 0.94):
+            continue  # this template has no colour-less form
         kind = TRAIN_ABSENT_KINDS[rng.integers(len(TRAIN_ABSENT_KINDS))]
         ac = TRAIN_ABSENT_COLOURS[rng.integers(len(TRAIN_ABSENT_COLOURS))]
         if u < 0.50:
@@ -228,7 +259,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     ap = argparse.ArgumentParser(description="Print the held-out query set, per column")
     ap.parse_args(argv)
-    for col, qs in columns(heldout_queries()).items():
+    for col, qs in columns(all_heldout_queries()).items():
         print(f"{col}: {len(qs)} queries, e.g. {[q.text for q in qs[:4]]}")
     return 0
 

@@ -81,3 +81,22 @@ def test_bad_head_files_fail_clearly(tmp_path, head):
         QueryHead(bad)
     with pytest.raises(ValueError, match="384-d"):
         head.compat(np.ones((1, 16), np.float32))
+
+
+def test_wordnet_shape_words(head, text):
+    from rlstack_perception import wordings as W
+    from rlstack_perception.shape_words import ShapeRule, find_shape_word, load_table
+
+    table = load_table()
+    train = {w.replace("-", " ") for ws in W.TRAIN_SHAPES.values() for w in ws}
+    assert len(table) >= 20 and set(table.values()) <= {"cube", "ball", "cylinder"}
+    assert not set(table) & train and not set(table) & set(W.TRAIN_ABSENT_KINDS)
+    assert find_shape_word("fetch the red regular hexahedron") == ("regular hexahedron", "cube")
+    assert find_shape_word("the red mug") is None
+    assert ShapeRule().apply("a columnar thing", np.zeros(3, np.float32)).tolist() == [0, 0, 1]
+    for q, lab in (("a yellow ellipsoid", "yellow ball"), ("the blue regular hexahedron", "blue cube"),
+                   ("the green columnar piece", "green cylinder")):
+        s = scores(head, text, q)
+        assert LABELS[int(np.argmax(s))] == lab and s.max() >= head.threshold, (q, s.round(2))
+    off = QueryHead(shape_words=False)
+    assert off.shape_rule is None

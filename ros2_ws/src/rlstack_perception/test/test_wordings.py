@@ -3,6 +3,8 @@ query string appears in what the training generator produces or in its lists."""
 
 import re
 
+import pytest
+
 from rlstack_perception import wordings as w
 
 
@@ -25,14 +27,20 @@ def test_heldout_columns_and_sizes():
             assert q.labels and "{" not in q.text
 
 
-def test_heldout_words_never_in_training():
-    h = w.load_heldout()
+FRESH_PHRASES = ("can you", "i'd like", "which is", "if you would", "anywhere around", "end up", "fetch me that",
+                 "from there", "thingy", "gizmo")
+
+
+@pytest.mark.parametrize("path", [w.HELDOUT_FILE, w.HELDOUT_FRESH_FILE], ids=["heldout", "fresh"])
+def test_heldout_words_never_in_training(path):
+    h = w.load_heldout(path)
     texts = _train_texts()
     train_tokens = set().union(*(_tokens(t) for t in texts))
     joined = "\n".join(t.lower() for t in texts)
     held_words = [x for v in h["colour_synonyms"].values() for x in v]
     held_words += [x for v in h["shape_paraphrases"].values() for x in v]
-    held_words += h["absent"]["colours"] + h["absent"]["kinds"] + ["toy", "plaything"]
+    held_words += h["absent"]["colours"] + h["absent"]["kinds"]
+    held_words += ["toy", "plaything"] if path == w.HELDOUT_FILE else ["thingy", "gizmo", "yo"]
     for word in held_words:
         if " " in word:
             assert word.lower() not in joined, word
@@ -56,8 +64,15 @@ def test_heldout_fillers_templates_and_queries_never_in_training():
     held_t = set(h["colour_synonym_templates"]) | set(h["paraphrase_templates"]) | set(h["absent"]["templates"])
     held_t -= {"the {c} {s}", "a {c} {s}"}  # the bare forms are not a wording trick
     assert not held_t & set(w.TRAIN_TEMPLATES)
+    for phrase in FRESH_PHRASES:
+        assert phrase not in joined, phrase
+    fresh = w.load_heldout(w.HELDOUT_FRESH_FILE)
+    fresh_t = set(fresh["colour_synonym_templates"]) | set(fresh["paraphrase_templates"]) | set(fresh["absent"]["templates"])
+    assert not (fresh_t - {"the {c} {s}", "a {c} {s}"}) & set(w.TRAIN_TEMPLATES)
     train_set = set(texts)
-    for q in w.heldout_queries():
+    qs = w.all_heldout_queries()
+    assert {q.column for q in qs} >= {"fresh_paraphrases", "fresh_absent", "fresh_colour_synonyms"}
+    for q in qs:
         if q.column != "trained":
             assert q.text not in train_set, q.text
 
