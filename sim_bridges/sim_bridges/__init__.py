@@ -113,9 +113,17 @@ def make_backend(name: str = "pybullet", **kwargs: Any) -> SimBackend:
     :raises BackendUnavailable: the backend's simulator is not installed (message says how)
     """
     if name in ("isaac", "isaacsim") and name not in BACKENDS:
-        raise ValueError(f"backend {name!r} is not implemented: only its conversion helpers exist "
-                         f"(sim_bridges.isaac; never run on Isaac Sim, which cannot be installed here); "
-                         f"valid backends: {', '.join(backend_names())}")
+        import importlib.util
+
+        if importlib.util.find_spec("isaacsim") is None:
+            raise BackendUnavailable(
+                "backend 'isaac' needs Isaac Sim 5.1 (module 'isaacsim'), which is not installed here: it comes from "
+                "NVIDIA's own index (pip install isaacsim[all]==5.1.* --extra-index-url https://pypi.nvidia.com) and "
+                f"needs an RTX GPU; the backend (sim_bridges.isaac) has never run on Isaac Sim; available now: "
+                f"{', '.join(available_backends()) or 'none'}")
+        raise BackendUnavailable(
+            "backend 'isaac' runs inside Isaac Sim's app: start it with python -m sim_bridges.isaac.launcher "
+            "(SimulationApp first, then the bridge); it has never run on Isaac Sim")
     try:
         factory = BACKENDS[name]
     except KeyError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -25,10 +26,19 @@ def test_registry_names_both_engines():
 
 def test_unknown_backend_is_one_line_listing_the_valid_ones():
     with pytest.raises(ValueError) as err:
+        make_backend("gazebo")
+    message = str(err.value)
+    assert "\n" not in message and "'gazebo'" in message
+    assert "mujoco" in message and "pybullet" in message
+
+
+@pytest.mark.skipif(importlib.util.find_spec("isaacsim") is not None, reason="Isaac Sim is installed here")
+def test_isaac_without_isaac_sim_is_one_line_saying_how_to_get_it():
+    with pytest.raises(BackendUnavailable) as err:
         make_backend("isaac")
     message = str(err.value)
-    assert "\n" not in message and "'isaac'" in message
-    assert "mujoco" in message and "pybullet" in message
+    assert "\n" not in message and "'isaac'" in message and "pip install isaacsim" in message
+    assert "never run" in message and "mujoco" in message and "pybullet" in message
 
 
 def test_missing_mujoco_says_how_to_install_it():
