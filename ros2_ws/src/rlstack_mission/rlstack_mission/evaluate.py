@@ -117,32 +117,6 @@ def main(argv=None) -> int:
     if a.ray_workers:
         return _main_ray(a, p)
 
-    lease = _own_domain()
-    try:
-        return _main_local(a, p)
-    finally:
-        if lease is not None:
-            lease.release()
-
-
-def _own_domain():
-    """With no ROS_DOMAIN_ID set, lease one no other graph or test on this machine holds (as the Ray
-    shards do): two evaluations or soaks on the default domain 0 answer each other's goals (a
-    MuJoCo evaluation started beside a soak on domain 0 sent its fetches to the soak's mission and
-    both runs failed). Returns the lease, or None when the caller chose a domain."""
-    import os
-
-    if os.environ.get("ROS_DOMAIN_ID"):
-        return None
-    from rlstack_testing.domain import lease_domain_id
-
-    lease = lease_domain_id()
-    os.environ["ROS_DOMAIN_ID"] = str(lease.domain_id)
-    print(f"ROS_DOMAIN_ID was not set: running on leased domain {lease.domain_id}", flush=True)
-    return lease
-
-
-def _main_local(a, p) -> int:
     import rclpy
     from rclpy.executors import MultiThreadedExecutor
 
