@@ -53,6 +53,9 @@ docker-base: ## no Docker Hub here: a local Debian bookworm base image from debo
 docker-test: ## build the images, run make demo in rlstack:sim, check out/docker-test/ (mp4, MCAP, report); not in make test
 	@bash docker/test.sh
 
+docker-sockets: ## the robot image's graph + the host simulator, one fetch: no process may hold a TCP/UDP socket (root; out/docker-sockets/)
+	@$(ENV) && python docker/socket_check.py $(ARGS)
+
 clean: ## remove build outputs (keeps .venv)
 	rm -rf ros2_ws/build ros2_ws/install ros2_ws/log out .venv/.rlstack/build
 

@@ -17,6 +17,9 @@ Design notes (the why):
   ``preexec_fn`` only calls ``setpgid`` and ``prctl`` (no Python lock, no allocation that
   glibc does not make fork-safe), which is why it is safe here despite Python's general
   warning about ``preexec_fn`` and threads.
+* After a node exits with a non-zero code (killed, crashed), the Fast DDS shared-memory files
+  that dead processes left in ``/dev/shm`` are removed (``shm_cleanup``): a killed node cannot
+  remove its own ~17 MB, and a graph that respawns crashed nodes for hours would fill RAM.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from typing import IO, Callable, List, Optional, Sequence
 
 from .errors import LaunchError
 from .launch_file import NodeSpec
+from .shm_cleanup import clean_zombie_fastdds, uses_fastdds
 
 _POLL_S = 0.05
 _KILL_WAIT_S = 5.0  # after SIGKILL; only a process stuck in the kernel survives this long
@@ -117,6 +121,16 @@ def _make_preexec(parent_pid: int) -> Callable[[], None]:
                 os._exit(1)
 
     return preexec
+
+
+def _clean_shared_memory(label: str, out: "_Output") -> None:
+    """After a node died (killed, crashed): remove the Fast DDS shared memory dead processes left
+    (shm_cleanup.py says why and how it tells the dead from the living)."""
+    if not uses_fastdds():
+        return
+    cleaned = clean_zombie_fastdds()
+    if cleaned.segments or cleaned.ports:
+        out.log(f"{label} left shared memory behind: removed {cleaned.summary()}")
 
 
 def _describe_exit(code: int) -> str:
@@ -325,6 +339,8 @@ def _supervise(
             # Helpers the node spawned would otherwise outlive it (and hold its pipes open).
             _signal_group(child, signal.SIGKILL)
             label = child.spec.label
+            if code != 0:
+                _clean_shared_memory(label, out)
             if stage > 0:
                 out.log(f"{label} {_describe_exit(code)}")
                 continue

@@ -120,9 +120,10 @@ def main(argv=None) -> int:
     import rclpy
     from rclpy.executors import MultiThreadedExecutor
 
-    from .graph import FetchGraph
+    from .graph import FetchGraph, use_private_domain
     from .harness import FetchHarness
 
+    domain_lease = use_private_domain()   # noqa: F841 (held until the process exits)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     from rclpy.signals import SignalHandlerOptions

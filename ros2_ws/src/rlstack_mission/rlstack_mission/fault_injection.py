@@ -157,6 +157,8 @@ def main(argv=None) -> int:
         raise KeyboardInterrupt(f"signal {signum}")
 
     signal.signal(signal.SIGTERM, interrupt)
+    from .graph import use_private_domain
+    domain_lease = use_private_domain()   # noqa: F841 (held until the process exits)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     graph_args = dict(item.split(":=", 1) for item in a.graph_arg)

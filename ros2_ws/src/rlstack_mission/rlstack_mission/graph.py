@@ -17,6 +17,25 @@ from pathlib import Path
 from typing import Callable, Dict, Optional
 
 
+def use_private_domain():
+    """Batch tools that start their own fetch graph (evaluation, soak, fault injection) run it on a
+    ROS domain leased on this machine, unless ``ROS_DOMAIN_ID`` is set: a second graph on the same
+    domain (a demo, another evaluation, the user's robot on the default domain 0) would otherwise join
+    this one, and the two missions, simulators and navigation servers would answer each other's goals.
+    Call before ``rclpy.init``; keep the returned lease (``None`` when the user chose the domain) for
+    the life of the run. Sets ``ROS_DOMAIN_ID`` in this process, so the graph's processes inherit it."""
+    if os.environ.get("ROS_DOMAIN_ID", "").strip():
+        print(f"ROS_DOMAIN_ID={os.environ['ROS_DOMAIN_ID']} (from the environment)", flush=True)
+        return None
+    from rlstack_testing.domain import lease_domain_id
+
+    lease = lease_domain_id()
+    os.environ["ROS_DOMAIN_ID"] = str(lease.domain_id)
+    print(f"ROS_DOMAIN_ID={lease.domain_id}: a domain leased for this run (set ROS_DOMAIN_ID to choose one, e.g. "
+          f"to watch it in rviz)", flush=True)
+    return lease
+
+
 class FetchGraph:
     def __init__(self, root: Path, log_path: Path, args: Optional[Dict[str, str]] = None,
                  launch_file: str = "launch/fetch.launch.yaml") -> None:

@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from rlstack_testing.processes import node_pids
 
@@ -26,17 +26,21 @@ ROOT = Path(__file__).resolve().parents[4] if (Path(__file__).resolve().parents[
 
 
 def node_usage(runner_pid: int) -> Dict[str, Dict[str, float]]:
-    """Per node of the runner: RSS (MB), open file descriptors, threads."""
+    """Per node of the runner: pid, RSS (MB), open file descriptors, threads, CPU seconds so far."""
     out: Dict[str, Dict[str, float]] = {}
     for name, pid in node_pids(runner_pid).items():
         try:
             status = Path(f"/proc/{pid}/status").read_text()
+            stat = Path(f"/proc/{pid}/stat").read_text()
             fds = len(os.listdir(f"/proc/{pid}/fd"))
         except OSError:
             continue   # exited meanwhile
         fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-        out[name] = {"rss_mb": round(int(fields["VmRSS"].split()[0]) / 1024, 1), "fds": fds,
-                     "threads": int(fields["Threads"])}
+        # /proc/pid/stat: fields after the ')' of the command name; utime, stime are 14th, 15th overall
+        ticks = stat.rsplit(")", 1)[1].split()
+        cpu_s = (int(ticks[11]) + int(ticks[12])) / os.sysconf("SC_CLK_TCK")
+        out[name] = {"pid": pid, "rss_mb": round(int(fields["VmRSS"].split()[0]) / 1024, 1), "fds": fds,
+                     "threads": int(fields["Threads"]), "cpu_s": round(cpu_s, 2)}
     return out
 
 
@@ -49,6 +53,15 @@ def slope(ys: List[float]) -> float:
     return sum((i - mx) * (y - my) for i, y in enumerate(ys)) / sum((i - mx) ** 2 for i in range(n))
 
 
+def cpu_percent(rows: List[Dict], node: str) -> Optional[float]:
+    """The node's mean CPU use (% of one core) between the first and the last sample of one process."""
+    samples = [(r["time"], r["usage"][node]) for r in rows if node in r["usage"] and "cpu_s" in r["usage"][node]]
+    if len(samples) < 2 or samples[0][1]["pid"] != samples[-1][1]["pid"]:
+        return None
+    (t0, u0), (t1, u1) = samples[0], samples[-1]
+    return round(100.0 * (u1["cpu_s"] - u0["cpu_s"]) / max(t1 - t0, 1e-9), 1)
+
+
 def summarize(rows: List[Dict]) -> Dict:
     ok = sum(1 for r in rows if r["success"])
     nodes = sorted({n for r in rows for n in r["usage"]})
@@ -57,8 +70,12 @@ def summarize(rows: List[Dict]) -> Dict:
         series = [r["usage"][n] for r in rows if n in r["usage"]]
         rss = [s["rss_mb"] for s in series]
         per_node[n] = {"rss_first_mb": rss[0], "rss_last_mb": rss[-1], "rss_slope_mb_per_fetch": round(slope(rss), 3),
+                       # caches and pools fill during the first fetches: the second half shows a leak, if any
+                       "rss_slope_second_half_mb_per_fetch": round(slope(rss[len(rss) // 2:]), 3),
                        "fds_change": series[-1]["fds"] - series[0]["fds"],
-                       "threads_change": series[-1]["threads"] - series[0]["threads"], "samples": len(series)}
+                       "threads_change": series[-1]["threads"] - series[0]["threads"], "samples": len(series),
+                       "restarts": len({s["pid"] for s in series if "pid" in s}) - 1 if series and "pid" in series[0] else None,
+                       "cpu_percent_mean": cpu_percent(rows, n)}
     return {"fetches": len(rows), "succeeded": ok, "success_rate": round(ok / len(rows), 3) if rows else 0.0,
             "nodes": per_node}
 
@@ -81,8 +98,10 @@ def main(argv=None) -> int:
     import rclpy
     from rclpy.executors import MultiThreadedExecutor
 
-    from .graph import FetchGraph
+    from .graph import FetchGraph, use_private_domain
     from .harness import FetchHarness
+
+    domain_lease = use_private_domain()   # noqa: F841 (held until the process exits)
 
     rclpy.init(args=[])
     node = rclpy.create_node("fetch_soak")
@@ -97,8 +116,21 @@ def main(argv=None) -> int:
             while len(rows) < a.fetches:
                 i = len(rows)
                 layout = harness.layout(i % a.layouts, str(ROOT / "maps" / "home.yaml"))
-                harness.apply(layout)
-                r = harness.fetch(layout, a.timeout)
+                try:
+                    harness.apply(layout)
+                    r = harness.fetch(layout, a.timeout)
+                except (TimeoutError, RuntimeError) as exc:
+                    if graph.proc.poll() is not None:   # a required node died: the graph stopped
+                        stopped = (f"the graph stopped after {i} fetch(es) of this run (runner exit code "
+                                   f"{graph.proc.returncode}; log: {out / f'graph_{run}.log'})")
+                        print(stopped, flush=True)
+                        rows.append({"i": i, "graph_run": run, "seed": layout.seed, "success": False,
+                                     "code_name": "GRAPH_STOPPED", "reason": stopped, "wall_s": 0.0, "usage": {},
+                                     "time": time.time()})
+                        with open(log, "a") as f:
+                            f.write(json.dumps(rows[-1]) + "\n")
+                        break
+                    r = {"success": False, "code_name": "HARNESS_ERROR", "reason": str(exc), "wall_s": 0.0}
                 row = {"i": i, "graph_run": run, "seed": layout.seed, "success": r["success"],
                        "code_name": r["code_name"], "reason": r["reason"][:200], "wall_s": r["wall_s"],
                        "usage": node_usage(graph.proc.pid), "time": time.time()}

@@ -18,3 +18,15 @@ def test_summary_per_node():
     nav = s["nodes"]["nav"]
     assert nav["rss_slope_mb_per_fetch"] == 0.5 and nav["rss_first_mb"] == 100.0 and nav["rss_last_mb"] == 101.5
     assert (nav["fds_change"], nav["threads_change"], nav["samples"]) == (1, 0, 4)
+
+
+def test_cpu_share_and_restarts_per_node():
+    # the localizer's process is replaced after the second fetch (a respawn): CPU is over one process only
+    rows = [{"success": True, "time": 100.0 + 10 * i,
+             "usage": {"nav": {"pid": 7, "rss_mb": 50.0, "fds": 3, "threads": 4, "cpu_s": 2.0 + 5.0 * i},
+                       "loc": {"pid": 8 if i < 2 else 9, "rss_mb": 60.0, "fds": 3, "threads": 4, "cpu_s": 1.0 * i}}}
+            for i in range(4)]
+    s = summarize(rows)
+    assert s["nodes"]["nav"]["cpu_percent_mean"] == 50.0 and s["nodes"]["nav"]["restarts"] == 0
+    assert s["nodes"]["loc"]["cpu_percent_mean"] is None and s["nodes"]["loc"]["restarts"] == 1
+    assert s["nodes"]["nav"]["rss_slope_second_half_mb_per_fetch"] == 0.0
