@@ -31,8 +31,8 @@ test-system: setup ## only the cross-package system tests in tests/
 demo: setup ## run the main job headless and write results to out/
 	@$(ENV) && python tools/demo.py
 
-eval-fetch: setup ## the fetch mission (robot mode) over 20 seeded layouts: make eval-fetch [LAYOUTS=20] [ARGS=--ground-truth-grasp]
-	@$(ENV) && python -m rlstack_mission.evaluate --layouts $(or $(LAYOUTS),20) $(ARGS)
+eval-fetch: setup ## the fetch mission (robot mode) over 20 seeded layouts: make eval-fetch [LAYOUTS=20] [BACKEND=mujoco] [ARGS=--ground-truth-grasp]
+	@$(ENV) && python -m rlstack_mission.evaluate --layouts $(or $(LAYOUTS),20) --backend $(or $(BACKEND),pybullet) $(ARGS)
 
 bench: setup ## run the benchmarks in bench/ (JSON + tables into out/bench/)
 	@$(ENV) && bash bench/run_all.sh

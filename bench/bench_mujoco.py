@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Benchmark the MuJoCo SimBackend: against raw MuJoCo, and against the PyBullet backend.
 
-For every scene the MuJoCo backend builds (``cartpole``, ``ball_plate``, ``panda_table``, ``mobile_table``),
+For every scene the MuJoCo backend builds (``cartpole``, ``ball_plate``, ``panda_table``, ``mobile_table``,
+``home``: its camera is the robot's ``head_camera``),
 on the same loaded world:
 
 * ``mujoco_raw_steps_per_s``: a bare ``mujoco.mj_step(model, data)`` loop (one call per physics step);
@@ -40,7 +41,7 @@ from sim_bridges.contract import Capability  # noqa: E402
 # the backend module picks MUJOCO_GL (EGL) before importing mujoco: import mujoco through it
 from sim_bridges.mujoco_backend.backend import mujoco  # noqa: E402
 
-SCENES = ("cartpole", "ball_plate", "panda_table", "mobile_table")
+SCENES = ("cartpole", "ball_plate", "panda_table", "mobile_table", "home")
 
 
 def _best_rate(fn, n: int, repeats: int) -> float:

@@ -88,3 +88,15 @@ def test_the_fetch_graph_runs_with_drifting_odometry_and_the_localiser_by_defaul
     assert _params("fetch.launch.yaml", off, "sim_bridge")["wheel_odometry"] == "false"
     assert _params("fetch.launch.yaml", off, "nav_controller")["publish_map_to_odom"] == "true"
     assert _params("fetch.launch.yaml", off, "semantic_map")["map_frame"] == "map"   # the identity map -> odom: same frame
+
+
+def test_the_fetch_graph_takes_the_simulator_backend():
+    """Issue 16: backend:=mujoco runs the same fetch graph on MuJoCo (the bridge's home scene on the
+    other engine); PyBullet stays the default. The evaluator's --backend passes it through."""
+    assert _params("fetch.launch.yaml", {}, "sim_bridge")["backend"] == "pybullet"
+    assert _params("fetch.launch.yaml", {"backend": "mujoco"}, "sim_bridge")["backend"] == "mujoco"
+    from rlstack_mission.evaluate import _graph_args
+    import argparse
+
+    ns = argparse.Namespace(ground_truth_grasp=False, backend="mujoco", graph_arg=[])
+    assert _graph_args(ns, argparse.ArgumentParser())["backend"] == "mujoco"

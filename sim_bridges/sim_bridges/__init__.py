@@ -14,6 +14,8 @@ Quick start::
 
 from __future__ import annotations
 
+import os
+
 from typing import Any, Callable, Dict, Tuple
 
 from .backend_scenes import PARTIAL_BACKEND_SCENES
@@ -53,9 +55,20 @@ def _mujoco(**kwargs: Any) -> SimBackend:
     try:
         # the backend module chooses MUJOCO_GL before it imports mujoco: import it, not mujoco
         from .mujoco_backend import MuJoCoBackend
-    except ImportError as exc:
-        if (exc.name or "").split(".")[0] not in ("mujoco", "OpenGL", "glfw"):
-            raise
+    except (ImportError, AttributeError, OSError, RuntimeError) as exc:
+        missing = isinstance(exc, ImportError) and (exc.name or "").split(".")[0] in ("mujoco", "OpenGL", "glfw")
+        gl = os.environ.get("MUJOCO_GL", "")
+        if not missing:
+            if not gl:
+                raise
+            # `import mujoco` loads the GL platform MUJOCO_GL names: PyOpenGL fails with an
+            # AttributeError when that library (e.g. libOSMesa) is absent, mujoco with a
+            # RuntimeError for a name it does not know
+            raise BackendUnavailable(
+                f"backend 'mujoco': the GL platform MUJOCO_GL={gl} could not be loaded "
+                f"({type(exc).__name__}: {str(exc)[:120]}); unset MUJOCO_GL to use the default "
+                "(egl: Mesa's software EGL works on CPU-only machines), or set it to egl|osmesa|glfw "
+                "with that platform's library installed (osmesa: apt install libosmesa6)") from None
         raise BackendUnavailable(
             f"backend 'mujoco' needs the 'mujoco' package (3.x), which is not importable here ({exc}); "
             "install it with: pip install -c requirements/constraints.txt mujoco "
@@ -100,9 +113,17 @@ def make_backend(name: str = "pybullet", **kwargs: Any) -> SimBackend:
     :raises BackendUnavailable: the backend's simulator is not installed (message says how)
     """
     if name in ("isaac", "isaacsim") and name not in BACKENDS:
-        raise ValueError(f"backend {name!r} is not implemented: only its conversion helpers exist "
-                         f"(sim_bridges.isaac; never run on Isaac Sim, which cannot be installed here); "
-                         f"valid backends: {', '.join(backend_names())}")
+        import importlib.util
+
+        if importlib.util.find_spec("isaacsim") is None:
+            raise BackendUnavailable(
+                "backend 'isaac' needs Isaac Sim 5.1 (module 'isaacsim'), which is not installed here: it comes from "
+                "NVIDIA's own index (pip install isaacsim[all]==5.1.* --extra-index-url https://pypi.nvidia.com) and "
+                f"needs an RTX GPU; the backend (sim_bridges.isaac) has never run on Isaac Sim; available now: "
+                f"{', '.join(available_backends()) or 'none'}")
+        raise BackendUnavailable(
+            "backend 'isaac' runs inside Isaac Sim's app: start it with python -m sim_bridges.isaac.launcher "
+            "(SimulationApp first, then the bridge); it has never run on Isaac Sim")
     try:
         factory = BACKENDS[name]
     except KeyError:

@@ -1,7 +1,8 @@
 """Shared fixtures: backends are parametrised by factory so every contract test
 runs against every implementation (PyBullet and MuJoCo).
 
-A backend that does not build a scene (MuJoCo builds ``cartpole`` and ``ball_plate`` only) must
+A backend that does not build a scene (today both build every shipped scene; a scene registered later
+may be PyBullet-only) must
 refuse it with one ``ValueError`` naming the scenes it has: the fixtures check exactly that, and
 then skip the rest of that test for that backend with a reason saying so.
 """

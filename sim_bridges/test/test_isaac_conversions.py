@@ -117,3 +117,76 @@ def test_missing_isaac_sim_is_one_clear_line():
         require_isaacsim()
     message = str(err.value)
     assert "\n" not in message and "isaacsim" in message and "pybullet" in message and "mujoco" in message
+
+
+# ------------------------------------------------------------ the backend module and launcher (lazy imports)
+def test_object_prim_args_map_every_shape_and_static_geometry():
+    from sim_bridges.isaac import object_prim_args
+    from sim_bridges.scenes import make_scene
+
+    spec = make_scene("home")
+    by_name = {o.name: o for o in spec.objects + spec.static}
+    cls, kw = object_prim_args(by_name["red_cube"], "/World/objects/red_cube")
+    assert cls == "DynamicCuboid" and kw["size"] == 1.0 and kw["scale"].tolist() == [0.05, 0.05, 0.05]
+    assert kw["mass"] == pytest.approx(0.08) and kw["prim_path"] == "/World/objects/red_cube"
+    assert kw["color"].tolist() == list(by_name["red_cube"].rgba[:3])
+    cls, kw = object_prim_args(by_name["blue_ball"], "/b")
+    assert cls == "DynamicSphere" and kw["radius"] == pytest.approx(0.03)
+    cls, kw = object_prim_args(by_name["green_cylinder"], "/c")
+    assert cls == "DynamicCylinder" and kw["radius"] == pytest.approx(0.025) and kw["height"] == pytest.approx(0.08)
+    cls, kw = object_prim_args(by_name["table_1"], "/t")   # static furniture: Fixed*, no mass
+    assert cls == "FixedCuboid" and "mass" not in kw and kw["scale"].tolist() == [0.8, 0.6, 0.5]
+    # orientation goes in w-x-y-z
+    from sim_bridges.scenes.spec import ObjectSpec
+
+    turned = ObjectSpec("t", "box", (0.1, 0.1, 0.1), "red", pose=Pose([0, 0, 0], quat_from_rpy(0, 0, 0.5)))
+    _, kw = object_prim_args(turned, "/t")
+    assert kw["orientation"][0] == pytest.approx(math.cos(0.25)) and kw["orientation"][3] == pytest.approx(math.sin(0.25))
+
+
+def test_relative_pose_and_body_twist():
+    from sim_bridges.isaac import body_twist, relative_pose
+
+    parent = Pose([1.0, 2.0, 0.0], quat_from_rpy(0, 0, math.pi / 2))
+    child = Pose([1.0, 3.0, 0.5], quat_from_rpy(0, 0, math.pi / 2 + 0.3))
+    rel = relative_pose(parent, child)
+    np.testing.assert_allclose(rel.position, [1.0, 0.0, 0.5], atol=1e-12)   # 1 m ahead of a base facing +y
+    np.testing.assert_allclose(rel.orientation, quat_from_rpy(0, 0, 0.3), atol=1e-12)
+    lin, ang = body_twist(quat_from_rpy(0, 0, math.pi / 2), [0.0, 0.4, 0.0], [0.0, 0.0, 0.2])
+    np.testing.assert_allclose(lin, [0.4, 0.0, 0.0], atol=1e-12)   # driving forward, seen from base_link
+    np.testing.assert_allclose(ang, [0.0, 0.0, 0.2], atol=1e-12)
+
+
+def test_backend_and_launcher_import_without_isaac_sim():
+    """Lazy imports only: the modules load with numpy alone, in a fresh interpreter."""
+    import subprocess
+    import sys
+
+    code = ("import sys, sim_bridges.isaac.backend, sim_bridges.isaac.launcher\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('isaacsim', 'omni', 'pxr', 'carb')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("isaacsim") is not None, reason="Isaac Sim is installed here")
+def test_without_isaac_sim_the_backend_and_launcher_say_so_in_one_line(capsys):
+    import sim_bridges
+    from sim_bridges.isaac.backend import IsaacSimBackend
+    from sim_bridges.isaac.launcher import bridge_argv, main, register_isaac_backend
+
+    with pytest.raises(RuntimeError) as err:
+        IsaacSimBackend()
+    assert "\n" not in str(err.value) and "isaacsim" in str(err.value)
+    assert main(["--scene", "home"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("sim_bridges.isaac.launcher: error:") and "Isaac Sim 5.1" in lines[0]
+    assert bridge_argv("home", 5, ["-p", "mode:=fast"]) == [
+        "sim_bridge", "--ros-args", "-p", "backend:=isaac", "-p", "scene:=home", "-p", "seed:=5", "-p", "mode:=fast"]
+    register_isaac_backend()   # what the launcher does once the app runs: the bridge's backend choice includes it
+    try:
+        assert "isaac" in sim_bridges.backend_names()
+        with pytest.raises(RuntimeError, match="not installed"):
+            sim_bridges.make_backend("isaac")
+    finally:
+        del sim_bridges.BACKENDS["isaac"]

@@ -1,14 +1,18 @@
-"""Isaac Sim support: pure conversion code only (no Isaac Sim import anywhere in this package).
+"""Isaac Sim support: conversion code, a backend and a launcher (Isaac Sim imported lazily only).
 
 **This has never run on Isaac Sim.** Isaac Sim cannot be installed on the project's machines
 (its PyPI packages are placeholders that fetch the real wheels from NVIDIA's index, which is
-unreachable here). What is here is the part of an Isaac Sim backend that does not need Isaac Sim:
-the conventions that differ between Isaac Sim 5.1's Python API and the ``sim_bridges`` contract,
-unit-tested everywhere. See ``sim_bridges/README.md`` (Isaac Sim) for what is and is not done.
+unreachable here). ``conversions``: the conventions that differ between Isaac Sim 5.1's Python API
+and the ``sim_bridges`` contract, unit-tested everywhere. ``backend`` (``IsaacSimBackend``) and
+``launcher`` (Isaac Sim's app + the bridge node): written against the 5.1 API, importable without
+Isaac Sim, never executed against it. See ``sim_bridges/README.md`` (Isaac Sim) for what is and is not done.
 """
 
 from .conversions import (
     JointOrder,
+    body_twist,
+    object_prim_args,
+    relative_pose,
     depth_from_distance_to_camera,
     intrinsics_from_usd_camera,
     optical_from_usd_camera,
@@ -22,6 +26,9 @@ from .conversions import (
 
 __all__ = [
     "JointOrder",
+    "body_twist",
+    "object_prim_args",
+    "relative_pose",
     "depth_from_distance_to_camera",
     "intrinsics_from_usd_camera",
     "optical_from_usd_camera",

@@ -23,13 +23,16 @@ derived from the documented conventions and unit-tested with numbers, not with I
 from __future__ import annotations
 
 import math
-from typing import Dict, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, Sequence, Tuple
 
 import numpy as np
 
 from ..contract import CameraIntrinsics, Pose
 from ..geometry import diff_drive_wheel_speeds, quat_multiply
 from ..robots.spec import CameraSpec, DiffDriveParams
+
+if TYPE_CHECKING:
+    from ..scenes.spec import ObjectSpec
 
 #: Rotation of pi about x (xyzw): optical frame <-> USD camera frame.
 _USD_FROM_OPTICAL = np.array([1.0, 0.0, 0.0, 0.0])
@@ -163,3 +166,53 @@ class JointOrder:
             raise ValueError("values must follow contract_names and fill must follow dof_names")
         out[self._to_sim] = values
         return out
+
+
+# ------------------------------------------------------------------ used by the backend (isaac/backend.py)
+def object_prim_args(obj: "ObjectSpec", prim_path: str) -> Tuple[str, Dict[str, object]]:
+    """``(class name in isaacsim.core.api.objects, keyword arguments)`` building ``obj``.
+
+    Mass 0 -> a ``Fixed*`` prim (static geometry), else ``Dynamic*`` with the spec's mass. Sizes are
+    full extents in the spec; ``DynamicCuboid`` takes ``size=1`` scaled by ``scale`` = the extents,
+    spheres and cylinders a radius (and a height). Orientation is w-x-y-z; colour RGB in 0..1.
+    """
+    kind = {"box": "Cuboid", "sphere": "Sphere", "cylinder": "Cylinder"}[obj.shape]
+    static = obj.mass <= 0
+    sx, sy, sz = (float(v) for v in obj.size)
+    kwargs: Dict[str, object] = {
+        "prim_path": prim_path, "name": obj.name,
+        "position": np.asarray(obj.pose.position, dtype=np.float64),
+        "orientation": quat_xyzw_to_wxyz(obj.pose.orientation),
+        "color": np.asarray(obj.rgba[:3], dtype=np.float64),
+    }
+    if kind == "Cuboid":
+        kwargs.update(size=1.0, scale=np.array([sx, sy, sz]))
+    elif kind == "Sphere":
+        kwargs.update(radius=0.5 * sx)
+    else:
+        kwargs.update(radius=0.5 * sx, height=sz)
+    if not static:
+        kwargs["mass"] = float(obj.mass)
+    return ("Fixed" if static else "Dynamic") + kind, kwargs
+
+
+def relative_pose(parent: Pose, child: Pose) -> Pose:
+    """``child`` expressed in ``parent``'s frame (both given in one common frame)."""
+    r_p = _matrix(parent.orientation)
+    inv = np.array([-1.0, -1.0, -1.0, 1.0]) * np.asarray(parent.orientation, dtype=np.float64)
+    return Pose(r_p.T @ (np.asarray(child.position) - np.asarray(parent.position)),
+                quat_multiply(inv, child.orientation))
+
+
+def body_twist(orientation_xyzw: Sequence[float], linear_world: Sequence[float],
+               angular_world: Sequence[float]) -> Tuple[np.ndarray, np.ndarray]:
+    """World-frame velocities (what ``get_linear_velocity`` / ``get_angular_velocity`` return) ->
+    ``(linear, angular)`` in the body frame, as ``nav_msgs/Odometry``'s twist (``base_link``)."""
+    r = _matrix(orientation_xyzw)
+    return r.T @ np.asarray(linear_world, dtype=np.float64), r.T @ np.asarray(angular_world, dtype=np.float64)
+
+
+def _matrix(q: Sequence[float]) -> np.ndarray:
+    from ..geometry import quat_to_matrix
+
+    return quat_to_matrix(q)

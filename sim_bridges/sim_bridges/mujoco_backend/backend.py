@@ -81,6 +81,11 @@ _WRIST_SIGN = -1.0
 _WRIST_TURN_SPEED = 2.0
 #: Wheel velocity servos: torque per rad/s of wheel speed error (N m s).
 _WHEEL_KV = 80.0
+#: Wheel armature (kg m^2): a geared wheel motor's reflected rotor inertia. Without it the light
+#: wheel (0.0026 kg m^2) under the stiff servo chattered on MuJoCo's soft contact when a turn in
+#: place started: a wheel left the floor, spun up to 64 rad/s, and the base slid 14 cm and turned
+#: 0.3 rad the wrong way in the first second (home, 0.5 rad/s command). With it, no chatter.
+_WHEEL_ARMATURE = 0.05
 #: Finger servos: full force this far (m) from the target; the finger joints' armature (kg)
 #: keeps that stiffness stable at 240 Hz (natural frequency ~120 rad/s with the finger's mass).
 _FINGER_FULL_FORCE_ERROR = 0.005
@@ -385,6 +390,7 @@ class MuJoCoBackend(SimBackend):
         if robot.diff_drive is not None:
             dd = robot.diff_drive
             for jname in (dd.left_wheel_joint, dd.right_wheel_joint):
+                ms.joint(jname).armature = _WHEEL_ARMATURE
                 # a stiff velocity servo (damping implicit in implicitfast), torque-limited as
                 # PyBullet's velocity motor: full torque 0.5 rad/s off the commanded wheel speed
                 ms.add_actuator(name=f"wheel_{jname}", target=jname, trntype=mujoco.mjtTrn.mjTRN_JOINT,
@@ -524,8 +530,8 @@ class MuJoCoBackend(SimBackend):
                             vals.get("rolling_friction", 1e-4)]
                 restitution = vals.get("restitution", restitution)
         geom = self._add_shape(body, obj, friction)
-        if friction is not None and (friction[1] > 0 or friction[2] > 0):
-            geom.condim = 6  # torsional + rolling friction
+        if geom.friction[1] > 0 or geom.friction[2] > 0:
+            geom.condim = 6  # torsional + rolling friction (home's balls and cylinders, the ping-pong ball)
         # MuJoCo has no restitution coefficient: contacts keep MuJoCo's default (critically damped)
         # softness, so a dropped ball does not bounce as in Bullet (the tasks never drop it)
         if inertia is not None:

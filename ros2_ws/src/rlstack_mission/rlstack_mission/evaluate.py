@@ -97,6 +97,9 @@ def main(argv=None) -> int:
     p.add_argument("--support", choices=("table", "floor"), default="table",
                    help="where the target cube is put: on a table (default, the evaluation's usual layouts) or on "
                         "the open floor")
+    p.add_argument("--backend", choices=("pybullet", "mujoco"), default="pybullet",
+                   help="simulator engine of the fetch graph (fetch.launch.yaml backend:=...): the same home scene "
+                        "on PyBullet (default) or MuJoCo")
     p.add_argument("--graph-arg", action="append", default=[], metavar="NAME:=VALUE",
                    help="a launch argument of fetch.launch.yaml, e.g. depth_noise:=true (repeatable)")
     g = p.add_argument_group("Ray (docs/scaling.md)")
@@ -171,6 +174,8 @@ def main(argv=None) -> int:
 # ---------------------------------------------------------------------------- sharded over Ray
 def _graph_args(a, p) -> dict:
     graph_args = {"robot_mode": "false"} if a.ground_truth_grasp else {}
+    if a.backend != "pybullet":
+        graph_args["backend"] = a.backend
     for item in a.graph_arg:
         name, sep, value = item.partition(":=")
         if not sep or not name:

@@ -175,8 +175,18 @@ def test_parameters_and_backend_errors():
     assert len(values) == 34 and not depth_noise(values).enabled
     ranged = [p for p in bridge_parameters(scene_names(), ("pybullet",)) if p.min_value is not None]
     assert all(p.min_value <= p.default <= p.max_value for p in ranged)
-    with pytest.raises(ConfigError, match="does not build scene"):
-        make_backend("mujoco", "home")
+    from sim_bridges.scenes import SCENES, register_scene
+    from sim_bridges.scenes.cartpole import make_cartpole_scene
+
+    make_backend("mujoco", "home").close()   # both engines build home (issue 16)
+    register_scene("pybullet_only_scene", make_cartpole_scene)   # a scene only PyBullet builds
+    try:
+        with pytest.raises(ConfigError, match="does not build scene 'pybullet_only_scene'"):
+            make_backend("mujoco", "pybullet_only_scene")
+    finally:
+        del SCENES["pybullet_only_scene"]
+    with pytest.raises(ConfigError, match="unknown backend 'isaacgym'"):
+        make_backend("isaacgym", "home")
 
 
 def test_fingers_held_shut_are_reported_with_what_holds_them(home):
