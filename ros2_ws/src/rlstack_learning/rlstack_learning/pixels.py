@@ -37,6 +37,7 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import numpy as np
@@ -106,6 +107,9 @@ class Teacher:
     def __init__(self, path: str) -> None:
         from rlstack_bundle.bundle import load
 
+        repo_relative = Path(__file__).resolve().parents[4] / path   # the default 'policies/ball_plate' from anywhere
+        if not os.path.isabs(path) and not os.path.exists(path) and repo_relative.is_dir():
+            path = str(repo_relative)
         self.path = path
         self.bundle = load(path)
 

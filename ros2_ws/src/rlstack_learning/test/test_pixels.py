@@ -4,6 +4,8 @@ ONNX matches the torch student (real PyBullet, SB3, torch, onnxruntime)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -44,7 +46,10 @@ def test_image_randomization_is_per_episode_and_reproducible():
 
 def test_tiny_distillation_exports_a_valid_pixel_bundle(tmp_path):
     run, dest = tmp_path / "run", tmp_path / "bundle"
-    cfg = dict(pixels.DEFAULTS, rounds=1, teacher_episodes=2, episodes_per_round=2, episode_steps=20, epochs=1)
+    # the teacher by absolute path: colcon runs package tests from the package folder, not the repo root
+    teacher = Path(__file__).resolve().parents[4] / "policies" / "ball_plate"
+    cfg = dict(pixels.DEFAULTS, teacher=str(teacher), rounds=1, teacher_episodes=2, episodes_per_round=2,
+               episode_steps=20, epochs=1)
     state = pixels.train(str(run), cfg)
     assert state["rounds_done"] == 2 and state["samples"] == 80
     resumed = pixels.train(str(run), dict(cfg, rounds=2), resume=True)     # one more round from the checkpoint
