@@ -103,7 +103,11 @@ def main(argv=None) -> int:
 
     domain_lease = use_private_domain()   # noqa: F841 (held until the process exits)
 
-    rclpy.init(args=[])
+    from rclpy.signals import SignalHandlerOptions
+
+    # Ctrl-C stops the soak with its summary, as in rlstack_mission.evaluate: rclpy's own handler would
+    # shut its context down under the waiting harness, which then failed with an RCLError instead
+    rclpy.init(args=[], signal_handler_options=SignalHandlerOptions.NO)
     node = rclpy.create_node("fetch_soak")
     executor = MultiThreadedExecutor(num_threads=2)
     executor.add_node(node)
