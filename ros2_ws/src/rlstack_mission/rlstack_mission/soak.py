@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -108,6 +109,11 @@ def main(argv=None) -> int:
     # Ctrl-C stops the soak with its summary, as in rlstack_mission.evaluate: rclpy's own handler would
     # shut its context down under the waiting harness, which then failed with an RCLError instead
     rclpy.init(args=[], signal_handler_options=SignalHandlerOptions.NO)
+
+    def interrupt(signum, _frame):   # SIGTERM as Ctrl-C: the graph is stopped, the summary written
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, interrupt)
     node = rclpy.create_node("fetch_soak")
     executor = MultiThreadedExecutor(num_threads=2)
     executor.add_node(node)
