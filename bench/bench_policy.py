@@ -60,21 +60,20 @@ def proc_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-class Client:
-    def __init__(self, domain_id: int) -> None:
+class BenchClient:
+    """A client node on its own context and EventsExecutor, spun by hand (``spin_once`` loops:
+    EventsExecutor.spin() ran no callbacks in rclpy 9.1.2). Keeps the policy node's last
+    diagnostics in ``diag``. Shared with bench_policy_pixels.py."""
+
+    def __init__(self, domain_id: int, name: str, spin_step_s: float = 0.01) -> None:
         self.context = rclpy.Context()
         rclpy.init(context=self.context, domain_id=domain_id)
-        self.node = rclpy.create_node("bench_policy_client", context=self.context)
+        self.node = rclpy.create_node(name, context=self.context)
         self.executor = EventsExecutor(context=self.context)
         self.executor.add_node(self.node)
-        self.forces: list = []   # (perf_counter at arrival, value)
+        self.spin_step_s = spin_step_s
         self.diag: dict = {}
-        self.node.create_subscription(Float64, "/cartpole/force", self._on_force, 10)
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag, 10)
-        self.pub = self.node.create_publisher(JointState, "/joint_states", 10)
-
-    def _on_force(self, msg: Float64) -> None:
-        self.forces.append((time.perf_counter(), msg.data))
 
     def _on_diag(self, msg: DiagnosticArray) -> None:
         for st in msg.status:
@@ -86,20 +85,33 @@ class Client:
         while not predicate():
             if time.monotonic() > deadline:
                 raise TimeoutError(f"timed out waiting for {what}")
-            self.executor.spin_once(timeout_sec=0.01)
+            self.executor.spin_once(timeout_sec=self.spin_step_s)
 
     def spin_for(self, seconds: float) -> None:
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             self.executor.spin_once(timeout_sec=0.01)
 
-    def joint_state(self, angle: float = 0.02) -> JointState:
-        return JointState(name=["slider_to_cart", "cart_to_pole"], position=[0.0, angle], velocity=[0.0, 0.0])
-
     def close(self) -> None:
         self.executor.shutdown(timeout_sec=1.0)
         self.node.destroy_node()
         rclpy.shutdown(context=self.context)
+
+
+class Client(BenchClient):
+    """The cart-pole side: publishes /joint_states, records /cartpole/force with arrival times."""
+
+    def __init__(self, domain_id: int) -> None:
+        super().__init__(domain_id, "bench_policy_client")
+        self.forces: list = []   # (perf_counter at arrival, value)
+        self.node.create_subscription(Float64, "/cartpole/force", self._on_force, 10)
+        self.pub = self.node.create_publisher(JointState, "/joint_states", 10)
+
+    def _on_force(self, msg: Float64) -> None:
+        self.forces.append((time.perf_counter(), msg.data))
+
+    def joint_state(self, angle: float = 0.02) -> JointState:
+        return JointState(name=["slider_to_cart", "cart_to_pole"], position=[0.0, angle], velocity=[0.0, 0.0])
 
 
 def start_node(group: ProcessGroup, **params):

@@ -32,12 +32,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-import rclpy
-from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Vector3
-from rclpy.experimental import EventsExecutor
 from sensor_msgs.msg import Image, JointState
 
+from bench_policy import BenchClient   # same folder: bench/ is the script's sys.path[0]
 from rlstack_testing.domain import lease_domain_id
 from rlstack_testing.processes import ProcessGroup
 
@@ -62,44 +60,18 @@ def frames(n: int) -> list:
     return out
 
 
-class Client:
+class Client(BenchClient):
+    """Publishes camera frames, records /ball_plate/angles (and, when listening, the bridge's images)."""
+
     def __init__(self, domain_id: int) -> None:
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context, domain_id=domain_id)
-        self.node = rclpy.create_node("bench_pixels_client", context=self.context)
-        self.executor = EventsExecutor(context=self.context)
-        self.executor.add_node(self.node)
+        super().__init__(domain_id, "bench_pixels_client", spin_step_s=0.005)
         self.actions: list = []
         self.images: list = []      # (perf_counter, stamp s)
-        self.diag: dict = {}
         self.node.create_subscription(Vector3, "/ball_plate/angles", lambda m: self.actions.append(time.perf_counter()), 10)
-        self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag, 10)
 
     def listen_images(self) -> None:
         self.node.create_subscription(Image, TOPIC, lambda m: self.images.append(
             (time.perf_counter(), m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec)), 10)
-
-    def _on_diag(self, msg: DiagnosticArray) -> None:
-        for st in msg.status:
-            if st.name.endswith(": policy"):
-                self.diag = {kv.key: kv.value for kv in st.values}
-
-    def spin_until(self, predicate, timeout: float, what: str) -> None:
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"timed out waiting for {what}")
-            self.executor.spin_once(timeout_sec=0.005)
-
-    def spin_for(self, seconds: float) -> None:
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            self.executor.spin_once(timeout_sec=0.01)
-
-    def close(self) -> None:
-        self.executor.shutdown(timeout_sec=1.0)
-        self.node.destroy_node()
-        rclpy.shutdown(context=self.context)
 
 
 def bench_latency(samples: int) -> dict:

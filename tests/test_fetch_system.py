@@ -90,7 +90,11 @@ def graph(tmp_path_factory):
         yield Graph(probe, processes)
     finally:
         processes.stop_all(grace=10.0)
+        # The spinner must have left spin() before the probe's node is destroyed: destroying its
+        # action client under a spinning executor raised RCLError in the spinner ("wait set index
+        # for result client is out of bounds", CI 2026-11-26).
         probe.executor.shutdown(timeout_sec=5.0)
+        spinner.join(timeout=5.0)
         probe.close()
         lease.release()
 

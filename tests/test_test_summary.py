@@ -71,3 +71,14 @@ def test_expected_suite_that_ran_nothing_exits_non_zero(tmp_path):
     junit_from(tmp_path, "empty", "# nothing\n")
     result = summarise(results, "--expect", "ok", "empty")
     assert result.returncode == 1 and "suite 'empty' has tests but ran none" in result.stdout
+
+
+def test_failures_are_repeated_at_the_end_with_their_message(tmp_path):
+    """CI keeps the head and the tail of the log: each failure's message must be in the tail."""
+    source = ("def helper(x):\n    return x * 2\n\n"
+              "def test_fails():\n    value = helper(21)\n    assert value == 41, f'got {value} from the helper'\n")
+    results = junit_from(tmp_path, "detail", source)
+    out = summarise(results).stdout
+    tail = out[out.index("== Test summary"):]
+    assert "-- " in tail and "got 42 from the helper" in tail
+    assert tail.index("got 42 from the helper") < tail.index("FAILED ")

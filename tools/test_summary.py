@@ -9,6 +9,10 @@ file); this reads them all and ends with the line
 Exit status: 0 only when at least one test passed, none failed or errored, no test runner
 reported a crash (``--runner-failed``, e.g. pytest exiting on a collection error), and
 every suite named with ``--expect`` left a JUnit file with at least one test in it.
+
+Each failure is printed again at the very end with its message and the last lines of its
+traceback: CI logs keep only the head and the tail of a long run, and a failure that scrolled
+out of both could not be read (2026-11-26: three policy_safety failures, no message left).
 """
 
 from __future__ import annotations
@@ -26,12 +30,28 @@ class Counts:
     failed: int = 0
     skipped: int = 0
     failures: list[str] = field(default_factory=list)
+    details: dict[str, str] = field(default_factory=dict)   # failure name -> message and traceback tail
 
     def add(self, other: "Counts") -> None:
         self.passed += other.passed
         self.failed += other.failed
         self.skipped += other.skipped
         self.failures += other.failures
+        self.details.update(other.details)
+
+
+DETAIL_LINES = 15      # traceback lines kept per failure
+DETAIL_CHARS = 600     # characters of the failure message kept
+MAX_DETAILED = 8       # failures printed with details (the rest by name only)
+
+
+def failure_detail(element: ET.Element) -> str:
+    """The message and the last lines of the traceback of a <failure> or <error> element."""
+    message = (element.get("message") or "").strip()
+    if len(message) > DETAIL_CHARS:
+        message = message[:DETAIL_CHARS] + " ..."
+    tail = [line for line in (element.text or "").rstrip().splitlines() if line.strip()][-DETAIL_LINES:]
+    return "\n".join(([message] if message else []) + tail)
 
 
 def count_junit(path: Path) -> Counts:
@@ -40,9 +60,11 @@ def count_junit(path: Path) -> Counts:
     root = ET.parse(path).getroot()
     for case in root.iter("testcase"):
         name = f"{case.get('classname', '')}::{case.get('name', '')}".lstrip(":")
-        if case.find("failure") is not None or case.find("error") is not None:
+        bad = case.find("failure") if case.find("failure") is not None else case.find("error")
+        if bad is not None:
             counts.failed += 1
             counts.failures.append(name)
+            counts.details[name] = failure_detail(bad)
         elif case.find("skipped") is not None:
             counts.skipped += 1
         else:
@@ -81,6 +103,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  {'suite':<{width}}  passed  failed  skipped")
     for name, c in rows:
         print(f"  {name:<{width}}  {c.passed:>6}  {c.failed:>6}  {c.skipped:>7}")
+    for failure in total.failures[:MAX_DETAILED]:
+        if total.details.get(failure):
+            print(f"\n-- {failure}")
+            print("\n".join(f"   | {line}" for line in total.details[failure].splitlines()))
+    if total.failures:
+        print()
     for failure in total.failures:
         print(f"  FAILED {failure}")
     problems = []

@@ -49,20 +49,34 @@ class DomainLease:
 def lease_domain_id() -> DomainLease:
     """Return a lease on a domain id no other live test holds.
 
-    The search starts at an offset derived from the process id so that concurrent suites
-    rarely contend for the same lock files.
+    Free ids are tried least recently leased first (each lease touches its lock file), so an
+    id is reused only after every other one has been: a node that outlives its test by a few
+    seconds (or a stray one that never exits) cannot show up in the very next test's graph. Ids
+    never leased on this machine come first, in an order offset by the process id so that
+    concurrent suites rarely contend for the same lock files.
     """
     span = LAST_TEST_DOMAIN - FIRST_TEST_DOMAIN + 1
     start = os.getpid() % span
     lock_dir = _lock_dir()
-    for i in range(span):
-        domain_id = FIRST_TEST_DOMAIN + (start + i) % span
+
+    def last_leased(domain_id: int) -> float:
+        try:
+            return (lock_dir / f"{domain_id}.lock").stat().st_mtime
+        except FileNotFoundError:
+            return 0.0
+
+    by_offset = [FIRST_TEST_DOMAIN + (start + i) % span for i in range(span)]
+    for domain_id in sorted(by_offset, key=last_leased):   # stable: the offset order breaks ties
         fd = os.open(lock_dir / f"{domain_id}.lock", os.O_CREAT | os.O_RDWR, 0o666)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
             continue
+        try:
+            os.utime(fd)   # this id is now the most recently leased
+        except PermissionError:
+            pass           # another user's lock file: the lease still holds, only the order is lost
         return DomainLease(domain_id, fd)
     raise RuntimeError(
         f"all ROS domain ids {FIRST_TEST_DOMAIN}..{LAST_TEST_DOMAIN} are leased by running tests "

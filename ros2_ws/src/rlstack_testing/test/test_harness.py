@@ -44,6 +44,19 @@ def test_collect_times_out_with_a_clear_message(ros_probe):
         ros_probe.collect("/nobody_publishes_here", String, count=1, timeout=0.5)
 
 
+def test_a_released_domain_is_the_last_to_be_leased_again(tmp_path, monkeypatch):
+    """A stray node of the last test must not appear in the next one: ids rotate, least recently
+    leased first, and a just-released id comes back only after all the others."""
+    monkeypatch.setenv("RLSTACK_DOMAIN_LOCK_DIR", str(tmp_path))
+    seen = []
+    for _ in range(101):
+        with lease_domain_id() as lease:
+            seen.append(lease.domain_id)
+    assert sorted(seen) == list(range(1, 102))       # every id once before any repeats
+    with lease_domain_id() as lease:
+        assert lease.domain_id == seen[0]             # then the one leased longest ago
+
+
 def test_domains_are_isolated(ros_processes, ros_probe):
     """A node on another domain is invisible to this test's probe."""
     with lease_domain_id() as other, ProcessGroup(other.domain_id, ros_processes.log_dir / "other") as group:
