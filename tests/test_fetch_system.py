@@ -70,6 +70,14 @@ class Graph:
         self.processes.assert_all_alive()
         return result
 
+    def mission_log(self, lines: int = 60) -> str:
+        """The last mission lines and node warnings of the graph log: enough to tell why a fetch
+        failed from a CI log (which phase, what each grasp attempt saw, stale inputs, watchdogs)."""
+        runner = self.processes.processes[0]
+        keep = [line for line in runner.log_text().splitlines()
+                if line.startswith("[mission]") or "[WARN]" in line or "[ERROR]" in line]
+        return "\n".join(keep[-lines:])
+
     def fail_with_stacks(self, what: str) -> None:
         runner = self.processes.processes[0]
         runner.dump_stacks()
@@ -162,7 +170,7 @@ def test_object_on_the_floor_is_fetched_in_robot_mode(graph):
     finally:
         graph.set_mission(explore_waypoints=MISSION_YAML["explore_waypoints"],
                           look_around_yaws=MISSION_YAML["look_around_yaws"], floor_grasps=True)
-    assert result["code_name"] == "SUCCEEDED" and result["success"], result
+    assert result["code_name"] == "SUCCEEDED" and result["success"], f"{result}\n--- graph log ---\n{graph.mission_log()}"
 
 
 def test_grasp_failed_after_every_retry(graph):

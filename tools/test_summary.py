@@ -40,9 +40,11 @@ class Counts:
         self.details.update(other.details)
 
 
-DETAIL_LINES = 15      # traceback lines kept per failure
-DETAIL_CHARS = 600     # characters of the failure message kept
-MAX_DETAILED = 8       # failures printed with details (the rest by name only)
+# CI shows ~2,000 characters of a log's tail: each failure's detail is kept short, and printed last
+DETAIL_LINES = 6       # traceback lines kept per failure
+DETAIL_CHARS = 300     # characters of the failure message kept
+LINE_CHARS = 160       # characters kept per traceback line
+MAX_DETAILED = 4       # failures printed with details (the rest by name only)
 
 
 def failure_detail(element: ET.Element) -> str:
@@ -50,7 +52,7 @@ def failure_detail(element: ET.Element) -> str:
     message = (element.get("message") or "").strip()
     if len(message) > DETAIL_CHARS:
         message = message[:DETAIL_CHARS] + " ..."
-    tail = [line for line in (element.text or "").rstrip().splitlines() if line.strip()][-DETAIL_LINES:]
+    tail = [line[:LINE_CHARS] for line in (element.text or "").rstrip().splitlines() if line.strip()][-DETAIL_LINES:]
     return "\n".join(([message] if message else []) + tail)
 
 
@@ -103,12 +105,6 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  {'suite':<{width}}  passed  failed  skipped")
     for name, c in rows:
         print(f"  {name:<{width}}  {c.passed:>6}  {c.failed:>6}  {c.skipped:>7}")
-    for failure in total.failures[:MAX_DETAILED]:
-        if total.details.get(failure):
-            print(f"\n-- {failure}")
-            print("\n".join(f"   | {line}" for line in total.details[failure].splitlines()))
-    if total.failures:
-        print()
     for failure in total.failures:
         print(f"  FAILED {failure}")
     problems = []
@@ -124,6 +120,10 @@ def main(argv: list[str] | None = None) -> int:
             problems.append(f"suite '{suite}' has tests but ran none")
     for problem in problems:
         print(f"  ERROR {problem}")
+    for failure in total.failures[:MAX_DETAILED]:
+        if total.details.get(failure):
+            print(f"-- {failure}")
+            print("\n".join(f"   | {line}" for line in total.details[failure].splitlines()))
     print(f"Total: {total.passed} passed, {total.failed} failed, {total.skipped} skipped")
     return 1 if (total.failed or problems) else 0
 
