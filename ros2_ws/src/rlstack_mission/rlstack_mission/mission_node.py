@@ -9,7 +9,8 @@ Calls       /semantic_map/query (rlstack_interfaces/srv/QueryObjects)
 Subscribes  /odom, /map (latched), /nav_controller/obstacle_grid (latched: what navigation's
             sensors mark, for staging poses around objects on the floor), /tf, /tf_static, /joint_states,
             /sim_ground_truth/markers (sim only: the grasp target's pose, see below)
-Publishes   /grasp_target (geometry_msgs/PoseStamped in base_link, 20 Hz while a target is set: see below),
+Publishes   /grasp_target (geometry_msgs/PoseStamped in base_link, twice the control rate (40 Hz) while a
+            target is set: see below),
             /fetch/dropoff (PoseStamped, latched), /cmd_vel (only the short straight docking
             moves), /arm/ee_delta + /arm/gripper (carry pose, recovery, drop), /diagnostics
 
@@ -120,7 +121,11 @@ class MissionNode(Node):
 
             state = getattr(ServiceIntrospectionState, self.action_introspection.upper())
             self.action.configure_introspection(self.get_clock(), qos_profile_services_default, state)
-        self.create_timer(1.0 / self.rate_hz, self._publish_target, **g)
+        # Twice the lift's control rate: the policy node takes an input older than 3 control periods
+        # (150 ms) as a dead source and holds still. At 20 Hz one timer tick late by more than 50 ms
+        # (a busy 2-core machine, 4 Python threads here) did that mid-lift (seen in a soak log:
+        # "stale /grasp_target (150 ms old > 150 ms)"); at 40 Hz a tick must be 100 ms late.
+        self.create_timer(0.5 / self.rate_hz, self._publish_target, **g)
         self.create_timer(1.0, self._publish_diagnostics, **g)
         self._publish_status()
         self.get_logger().info(f"ready: action /fetch; {len(self.params_.explore_waypoints)} exploration waypoints; "
