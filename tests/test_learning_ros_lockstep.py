@@ -194,3 +194,74 @@ def test_train_node_trains_on_a_batch_bridge(ros_processes, ros_probe, params_di
     assert training and max(m["episodes"] for m in training) >= 4
     assert msgs[-1]["phase"] == "done" and msgs[-1]["timesteps"] >= 2048
     assert (tmp_path / "runs" / "cartpole" / "batch_test" / "final" / "manifest.json").is_file()
+
+
+def test_lift_lockstep_env_matches_in_process_env(ros_processes, params_dir, client_node):
+    """The Panda lift over ROS: the grasp point composed from /tf, the finger width from
+    /joint_states and the cube's pose terms from the ground truth equal the in-process env's for
+    the same seed and actions. Tolerance 1e-5: the grasp point through the link chain differs
+    from PyBullet's own world link state by ~0.2 um (rlstack_learning's test_ros_io)."""
+    import gymnasium as gym
+
+    import rlstack_learning  # noqa: F401  (registers the envs)
+    from rlstack_learning.ros.lockstep_env import LockstepEnv
+
+    bridge = start_lockstep_bridge(ros_processes, params_dir, scene="panda_table", rate=20.0)
+    ros_env = LockstepEnv("RlStack/PandaLift-v0", client_node, timeout_s=30.0, verify="before")
+    local = gym.make("RlStack/PandaLift-v0").unwrapped
+    rng = np.random.default_rng(5)
+    worst, steps = 0.0, 0
+    try:
+        for seed in (2**30 + 3, 4242):
+            o_ros, _ = ros_env.reset(seed=seed)
+            o_loc, _ = local.reset(seed=seed)
+            worst = max(worst, float(np.max(np.abs(o_ros - o_loc))))
+            for _ in range(40):
+                a = rng.uniform(-1, 1, 4).astype(np.float32)
+                o_ros, r_ros, te_ros, tr_ros, _ = ros_env.step(a)
+                o_loc, r_loc, te_loc, tr_loc, _ = local.step(a)
+                steps += 1
+                worst = max(worst, float(np.max(np.abs(o_ros - o_loc))))
+                assert r_ros == pytest.approx(r_loc, abs=1e-4) and (te_ros, tr_ros) == (te_loc, tr_loc)
+        assert worst <= OBS_TOL, f"max |obs ROS - obs in-process| = {worst} over {steps} steps"
+        print(f"lift: max |obs ROS - obs in-process| = {worst:.3g} over {steps} steps")
+        assert ros_env.late_commands == 0
+    finally:
+        ros_env.close()
+        local.close()
+    assert bridge.alive()
+
+
+def test_train_node_trains_the_lift_over_ros_by_behaviour_cloning(ros_processes, ros_probe, params_dir, repo,
+                                                                   tmp_path):
+    """``algo: bc`` through train_node: the expert's demonstrations and the DAgger rollouts run on
+    the lockstep bridge (the expert reads the observation over ROS), the fit and the validation in
+    process; a bundle the validator accepts comes out. A tiny budget: this checks the path, not
+    the policy (the full run: ``launch/train_lockstep.launch.yaml task:=lift``, docs/training.md)."""
+    import yaml
+
+    from rlstack_bundle.bundle import load as load_bundle
+
+    cfg = yaml.safe_load((repo / "config" / "train" / "lift.yaml").read_text())
+    cfg["hyperparams"]["bc"].update(demo_episodes=3, dagger_rounds=1, dagger_episodes=2, epochs=2)
+    cfg["eval_episodes"] = 2
+    cfg_path = tmp_path / "lift_tiny.yaml"
+    cfg_path.write_text(yaml.safe_dump(cfg))
+    start_lockstep_bridge(ros_processes, params_dir, scene="panda_table", rate=20.0)
+    progress = ros_probe.subscribe("/train_node/progress", String, qos=PROGRESS_QOS)
+    bundle_dir = tmp_path / "lift_ros"
+    node = ros_processes.start_node(
+        "rlstack_learning", "train_node", params_file=params_dir / "train_node.yaml",
+        params={"task": str(cfg_path), "out_dir": str(tmp_path / "runs"), "run": "bc_ros",
+                "bundle_dir": str(bundle_dir), "export_episodes": 2, "timeout_s": 30.0})
+    assert node.wait(timeout=500) == 0, node.tail()
+    ros_probe.spin_until(lambda: any(json.loads(m.data)["phase"] == "done" for m in progress.messages), 20,
+                         "the 'done' progress message")
+    msgs = [json.loads(m.data) for m in progress.pop_all()]
+    assert msgs[0]["phase"] == "started" and msgs[-1]["phase"] == "done", [m["phase"] for m in msgs]
+    done = msgs[-1]
+    assert done["timesteps"] >= 3 * 20 and done["late_commands"] == 0     # 5 episodes over ROS, >= 20 steps each
+    log = node.log_text()
+    assert "3 expert demonstrations" in log and "DAgger round 1" in log
+    bundle = load_bundle(str(bundle_dir))
+    assert bundle.io["task"] == "panda_lift" and done["evaluation"]["episodes"] == 2

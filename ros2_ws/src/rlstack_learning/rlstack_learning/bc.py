@@ -140,8 +140,12 @@ def policy_fn(model, vecnorm):
 
 
 # ---------------------------------------------------------------------------- training
-def train_bc(cfg, run_dir: str, progress: bool = True) -> Dict[str, Any]:
-    """Demonstrations -> BC -> DAgger rounds, into ``run_dir`` (same layout as an SB3 run)."""
+def train_bc(cfg, run_dir: str, progress: bool = True, rollout_env=None) -> Dict[str, Any]:
+    """Demonstrations -> BC -> DAgger rounds, into ``run_dir`` (same layout as an SB3 run).
+
+    ``rollout_env``: play the demonstrations and the DAgger rollouts on this env instead of
+    in-process ones (the training node passes a lockstep env over ROS; nominal only, as domain
+    randomisation needs the simulator). Its owner closes it. Validation stays in-process."""
     import gymnasium as gym
     import torch
 
@@ -154,7 +158,10 @@ def train_bc(cfg, run_dir: str, progress: bool = True) -> Dict[str, Any]:
     atomic.write_yaml(os.path.join(run_dir, "config.yaml"), cfg.data)
     hp = dict(BC_DEFAULTS, **(cfg["hyperparams"].get("bc") or {}))
     rng = np.random.default_rng(cfg["seed"])
-    env = gym.make(cfg["env_id"], randomize=cfg["randomize"], **cfg["env_kwargs"])
+    if rollout_env is not None and cfg["randomize"]:
+        raise ValueError("over ROS the rollouts are nominal: domain randomisation needs the simulator (randomize: false)")
+    env = rollout_env if rollout_env is not None else gym.make(cfg["env_id"], randomize=cfg["randomize"],
+                                                               **cfg["env_kwargs"])
     expert = EXPERTS[hp["expert"]](env.unwrapped)
     nom_env = gym.make(cfg["env_id"], randomize=False, **cfg["env_kwargs"]) if cfg["randomize"] else env
     nom_expert = EXPERTS[hp["expert"]](nom_env.unwrapped)
@@ -215,7 +222,8 @@ def train_bc(cfg, run_dir: str, progress: bool = True) -> Dict[str, Any]:
                 stopped = True
                 break
     finally:
-        env.close()
+        if rollout_env is None:
+            env.close()
         if nom_env is not env:
             nom_env.close()
         for e in val_envs.values():

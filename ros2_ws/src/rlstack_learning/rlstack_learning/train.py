@@ -130,15 +130,23 @@ def train(cfg: TrainConfig, run_dir: str, resume: bool = False, progress: bool =
     """Train (or resume) into ``run_dir``; returns a summary dict (also written to summary.yaml).
 
     ``venv_factory(cfg, seed) -> VecEnv`` replaces the in-process envs (the training node
-    passes lockstep envs over ROS); ``extra_callbacks`` are SB3 callbacks (progress topic).
-    Validation episodes always run in-process.
+    passes lockstep envs over ROS; behaviour cloning takes its single env for the demonstrations
+    and the DAgger rollouts); ``extra_callbacks`` are SB3 callbacks (progress topic; not used by
+    behaviour cloning). Validation episodes always run in-process.
     """
     if cfg.algo == "bc":  # demonstrations + behaviour cloning + DAgger (minutes): a resume starts over
         from .bc import train_bc
 
         if resume:
             print(f"[train] resume {run_dir}: BC runs are not checkpointed; starting over", flush=True)
-        return train_bc(cfg, run_dir, progress=progress)
+        rollout_env = None
+        if venv_factory is not None:   # over ROS: demonstrations and DAgger rollouts on the bridge
+            venv = venv_factory(cfg, cfg["seed"])
+            if len(getattr(venv, "envs", ())) != 1:
+                raise ConfigError("behaviour cloning plays one episode at a time: train it on one lockstep bridge "
+                                  "(bridges: [/sim_bridge]), not on several or on a batch bridge")
+            rollout_env = venv.envs[0]
+        return train_bc(cfg, run_dir, progress=progress, rollout_env=rollout_env)
     import torch
     from stable_baselines3.common.vec_env import VecNormalize
 

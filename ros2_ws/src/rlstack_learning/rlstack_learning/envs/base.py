@@ -102,6 +102,11 @@ class SimTaskEnv(gym.Env):
     def _task_reset(self, rng: np.random.Generator) -> None:
         """Task-specific randomisation after the backend reset (e.g. initial velocities)."""
 
+    def sim_free_episode_start(self) -> None:
+        """Start of an episode on a sim-free instance (``object.__new__(cls)``: the envs over ROS use
+        its reward/termination hooks and action mapping): reset whatever state those hooks keep.
+        No simulator access here."""
+
     def _apply_command(self, command: np.ndarray) -> None:
         """Send physical commands (term units, already clipped to limits) to the backend."""
         raise NotImplementedError

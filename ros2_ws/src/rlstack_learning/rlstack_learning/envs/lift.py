@@ -137,6 +137,12 @@ class PandaLiftEnv(SimTaskEnv):
         self._gripper_open = None
         self._held = 0
 
+    def sim_free_episode_start(self) -> None:
+        # over ROS: the reward's resting height and the hold counter (``__init__`` never ran)
+        self._rest_z = self.rest_z
+        self._gripper_open = None
+        self._held = 0
+
     def ee_position(self) -> np.ndarray:
         return self.dynamics.link_position(self._panda, "panda_grasptarget")
 

@@ -59,6 +59,10 @@ class BatchLockstepVecEnv(VecEnv):
         self.writer = ActWriter(cls.act_terms)
         self._topics = [t.lstrip("/") for t in self.writer.topics]
         self.readers = [ObsReader(cls.obs_terms, cls.control_rate_hz) for _ in range(n)]
+        unreadable = [t.name for t in self.readers[0].terms if t.kind == "tf" or t.field == "orientation"]
+        if unreadable:
+            raise ValueError(f"a batch bridge's response carries joint states and object positions only, not what "
+                             f"{unreadable} read: train {cls.env_id} on single lockstep bridges (transport 'topics')")
         self._joint_topics = [t for t, ty in self.readers[0].topic_types.items() if ty == JOINT_STATE]
         self._pose_topics = self.readers[0].pose_topics
         self.tasks = [object.__new__(cls) for _ in range(n)]  # sim-free: reward/termination hooks, action mapping
@@ -134,6 +138,7 @@ class BatchLockstepVecEnv(VecEnv):
         r = self._call(0, (), reset_seeds)
         obs = {}
         for i in which:
+            self.tasks[i].sim_free_episode_start()
             self.readers[i].reset()
             self.steps[i] = 0
             self.published[i] = 0

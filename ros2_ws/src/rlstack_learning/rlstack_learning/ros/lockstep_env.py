@@ -35,8 +35,9 @@ message must carry ``response.sim_time`` (bounded by ``timeout_s``). The bridge 
 publish them every control step: ``publish_rate_hz`` >= and ``ground_truth_rate_hz`` ==
 the task's control rate, and ``control_rate_hz`` equal to it (checked from the first step).
 
-Limits: tasks whose terms :mod:`rlstack_learning.ros.io` can read (cart-pole, ball-on-plate;
-not lift yet). No domain randomisation over ROS (masses and friction need the simulator;
+Limits: tasks whose terms :mod:`rlstack_learning.ros.io` can read (cart-pole, ball-on-plate,
+the Panda lift on the topics: its grasp point is read from ``/tf``, which a step response does
+not carry; not the mobile lifts, whose ``/grasp_target`` no bridge publishes). No domain randomisation over ROS (masses and friction need the simulator;
 the ball of ball-on-plate starts at rest instead of rolling). ``reset(seed=s)`` resets the
 bridge with seed ``s``: the same initial state as the in-process env's episode ``s``.
 """
@@ -52,7 +53,7 @@ import numpy as np
 
 from ..checkpoints import TrainingInterrupted
 from ..envs import ENVS, TRAIN_SEED_LIMIT
-from .io import JOINT_STATE, MARKER_ARRAY, POSE_ARRAY, ActWriter, ObsReader, stamp_ns
+from .io import JOINT_STATE, MARKER_ARRAY, POSE_ARRAY, ActWriter, ObsReader, message_stamp_ns, stamp_ns
 
 
 
@@ -224,12 +225,12 @@ class LockstepEnv(gym.Env):
         topics = list(self.reader.topic_types)
 
         def ready():
-            return all(t in self._latest and stamp_ns(self._latest[t].header.stamp) == target_ns for t in topics) and \
+            return all(t in self._latest and message_stamp_ns(self._latest[t]) == target_ns for t in topics) and \
                 all(p in self._names for p in self.reader.pose_topics)
         try:
             self._spin_until(ready, self.timeout_s, what)
         except LockstepError as exc:
-            got = {t: (stamp_ns(self._latest[t].header.stamp) if t in self._latest else None) for t in topics}
+            got = {t: (message_stamp_ns(self._latest[t]) if t in self._latest else None) for t in topics}
             raise LockstepError(f"{exc}: wanted every observation stamped {target_ns} ns, newest stamps {got}. "
                                 f"The bridge must publish them every control step (publish_rate_hz and "
                                 f"ground_truth_rate_hz = {self.task_cls.control_rate_hz:g})") from None
@@ -253,6 +254,7 @@ class LockstepEnv(gym.Env):
             raise LockstepError(f"bridge reset failed: {r.message}")
         self.published = 0  # the bridge's counter restarts at 0 on reset
         self._sim_ns = stamp_ns(r.sim_time)
+        self.task.sim_free_episode_start()
         if self.transport == "request":
             self._take_response(self._step_call(0))
             self.reader.reset()
