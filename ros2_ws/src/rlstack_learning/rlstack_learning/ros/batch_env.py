@@ -66,6 +66,11 @@ class BatchLockstepVecEnv(VecEnv):
         self._joint_topics = [t for t, ty in self.readers[0].topic_types.items() if ty == JOINT_STATE]
         self._pose_topics = self.readers[0].pose_topics
         self.tasks = [object.__new__(cls) for _ in range(n)]  # sim-free: reward/termination hooks, action mapping
+        # Joint-state-only tasks (cart-pole): all N raw observations at once from the response's
+        # arrays (column sums per term), instead of a message view and an ObsReader call per env:
+        # at cart-pole's physics cost the per-env Python work was most of a batch step.
+        self._joint_only = all(t.kind == "joint" for t in self.readers[0].terms)
+        self._columns: Optional[tuple] = None   # (joint names, [(field, column indices)] per term)
         self._obs_scale = np.array([t.scale for t in cls.obs_terms], dtype=np.float64)
         obs_space = gym.spaces.Box(-np.inf, np.inf, shape=(len(cls.obs_terms),), dtype=np.float32)
         act_space = (gym.spaces.Discrete(len(cls.act_terms[0].choices)) if cls.discrete
@@ -118,6 +123,22 @@ class BatchLockstepVecEnv(VecEnv):
             self.tasks[i]._z = self.readers[i].pose_z(msgs, names)  # ball-on-plate's "fell through" check
         return raw
 
+    def _raw_all(self, r) -> np.ndarray:
+        """Every env's raw observation (N x terms) from a response; joint-only tasks in one go."""
+        if not self._joint_only:
+            return np.stack([self._raw(r, i) for i in range(self.num_envs)])
+        names = tuple(r.joint_names)
+        if self._columns is None or self._columns[0] != names:
+            index = {n: j for j, n in enumerate(names)}
+            self._columns = (names, [(t.field, [index[k] for k in t.keys]) for t in self.readers[0].terms])
+        nj = len(names)
+        arrays = {f: np.asarray(getattr(r, f"joint_{f}"), dtype=np.float64).reshape(self.num_envs, nj)
+                  for f in {field for field, _ in self._columns[1]}}
+        raw = np.empty((self.num_envs, len(self._columns[1])))
+        for k, (field, cols) in enumerate(self._columns[1]):
+            raw[:, k] = arrays[field][:, cols[0]] if len(cols) == 1 else arrays[field][:, cols].sum(axis=1)
+        return raw
+
     def _observe(self, raw: np.ndarray) -> np.ndarray:
         return (raw * self._obs_scale).astype(np.float32)
 
@@ -140,9 +161,11 @@ class BatchLockstepVecEnv(VecEnv):
         for i in which:
             self.tasks[i].sim_free_episode_start()
             self.readers[i].reset()
+        raws = self._raw_all(r) if self._joint_only else None
+        for i in which:
             self.steps[i] = 0
             self.published[i] = 0
-            obs[i] = self._observe(self._raw(r, i))
+            obs[i] = self._observe(raws[i] if raws is not None else self._raw(r, i))
             self.reset_infos[i] = {"episode_seed": self.episode_seeds[i], "randomization": {}}
         return obs
 
@@ -174,16 +197,17 @@ class BatchLockstepVecEnv(VecEnv):
         dones = np.zeros(self.num_envs, dtype=bool)
         infos: List[dict] = [{} for _ in range(self.num_envs)]
         ended = []
+        raws = self._raw_all(r)
+        obs[:] = (raws * self._obs_scale).astype(np.float32)
+        self.steps += 1
         for i in range(self.num_envs):
-            self.steps[i] += 1
-            raw = self._raw(r, i)
-            reward, terminated, info = self.tasks[i]._reward_terminated(raw, commands[i])
+            reward, terminated, info = self.tasks[i]._reward_terminated(raws[i], commands[i])
             truncated = not terminated and self.steps[i] >= self.task_cls.max_episode_steps
             if terminated or truncated:
                 info.setdefault("is_success", bool(truncated))
                 ended.append(i)
             info["TimeLimit.truncated"] = bool(truncated)
-            obs[i], rewards[i], dones[i], infos[i] = self._observe(raw), reward, terminated or truncated, info
+            rewards[i], dones[i], infos[i] = reward, terminated or truncated, info
         if ended:  # auto-reset, as DummyVecEnv: the returned observation is the next episode's first
             fresh = self._reset_envs(ended, [None] * len(ended))
             for i in ended:
