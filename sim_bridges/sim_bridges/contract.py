@@ -423,6 +423,16 @@ class SimBackend(abc.ABC):
         full torque, and on a mobile base those jolts move the base)."""
         raise self._not_supported(Capability.END_EFFECTOR_DELTA)
 
+    def set_end_effector_step_period(self, period_s: Optional[float]) -> None:
+        """Spread each end-effector step over ``period_s`` seconds of sim time instead of one control
+        period (``None``: one control period, the default). For a bridge whose control rate is above
+        the rate its arm commands come at (the fetch graph: 60 Hz bridge, 20 Hz lift policy and
+        mission): the arm then moves as the commands' sender expects, not in a 16.7 ms jerk
+        followed by 33 ms of standing still, which flung a held cube out of MuJoCo's soft grasp
+        (tools/stow_rate_check.py). Rounded to whole physics steps, at least one. Part of the
+        end-effector-delta capability; ValueError for a period that is not finite and positive."""
+        raise self._not_supported(Capability.END_EFFECTOR_DELTA)
+
     def set_end_effector_yaw(self, yaw: float) -> None:
         """Turn the downward-pointing gripper to ``yaw`` (rad) about the arm base's vertical,
         relative to the arm's straight-down pose, and hold the grasp point where it is. Latched:

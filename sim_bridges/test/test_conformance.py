@@ -392,3 +392,35 @@ def test_grasp_and_lift_a_cube(scene_cache):
     assert cube[2] - cube0[2] > 0.10, (cube0, cube)
     contacts = sim.gripper_contacts()
     assert any("red_cube" in line for line in contacts), contacts
+
+
+def test_end_effector_step_period_spreads_a_step_over_the_commands_interval(make_backend):
+    """A 60 Hz backend driven at 20 Hz: with the step period set to 50 ms, one end-effector step
+    moves the arm over three control periods instead of one (the arm is a smaller part of the way
+    after the first period, and gets there all the same). Bad periods are refused."""
+    import numpy as np
+
+    def moved_fraction(period):
+        sim = make_backend(control_rate_hz=60.0)
+        sim.load_scene("panda_table")
+        sim.step(30)
+        if period is not None:
+            sim.set_end_effector_step_period(period)
+        arm = [i for i, n in enumerate(sim.joint_names) if n.startswith("panda_joint")]
+        q0 = sim.joint_state().position[arm].copy()
+        sim.set_end_effector_delta(0.0, 0.0, 0.015)
+        sim.step(1)
+        q1 = sim.joint_state().position[arm].copy()
+        sim.step(30)
+        q_end = sim.joint_state().position[arm].copy()
+        total = np.linalg.norm(q_end - q0)
+        assert total > 1e-3, "the arm did not move"
+        return float(np.linalg.norm(q1 - q0) / total), sim
+
+    one_period, _ = moved_fraction(None)
+    spread, sim = moved_fraction(0.05)
+    assert spread < 0.6 * one_period, (spread, one_period)
+    for bad in (0.0, -0.05, float("nan"), float("inf")):
+        with pytest.raises(ValueError):
+            sim.set_end_effector_step_period(bad)
+    sim.set_end_effector_step_period(None)   # back to one control period

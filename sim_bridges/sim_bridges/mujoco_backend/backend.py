@@ -291,6 +291,7 @@ class MuJoCoBackend(SimBackend):
         self._ee_yaw = 0.0   # latched wrist yaw (set_end_effector_yaw); 0 after a reset
         # end-effector step being interpolated: (actuators, start, goal, n, k)
         self._arm_ramp: Optional[List[Any]] = None
+        self._ee_step_physics_steps: Optional[int] = None   # set_end_effector_step_period (None: a control period)
         # wrist turn at a bounded speed: (actuator, goal)
         self._wrist_turn: Optional[Tuple[int, float]] = None
         self._physics_steps = 0
@@ -852,7 +853,7 @@ class MuJoCoBackend(SimBackend):
             start = ramp[1] + (ramp[2] - ramp[1]) * (ramp[4] / ramp[3])
         else:
             start = d.qpos[[j.qadr for j in arm_joints]].copy()
-        self._arm_ramp = [acts, start, goal, max(1, self._substeps), 0]
+        self._arm_ramp = [acts, start, goal, self._ee_step_length(), 0]
         self._wrist_turn = None
 
     def _solve_ik(self, arm_joints: List[_Joint], ee_b: int, target: np.ndarray, target_q: np.ndarray,
@@ -887,6 +888,20 @@ class MuJoCoBackend(SimBackend):
             dq *= min(1.0, _IK_MAX_STEP / max(float(np.abs(dq).max()), 1e-12))
             q = np.clip(q + dq, lower, upper)
         return q
+
+    def set_end_effector_step_period(self, period_s: Optional[float]) -> None:
+        self.require(Capability.END_EFFECTOR_DELTA)
+        if period_s is None:
+            self._ee_step_physics_steps = None
+            return
+        period_s = float(period_s)
+        if not (math.isfinite(period_s) and period_s > 0):
+            raise ValueError(f"end-effector step period must be finite and > 0 s, got {period_s}")
+        self._ee_step_physics_steps = max(1, int(round(period_s * self._physics_rate_hz)))
+
+    def _ee_step_length(self) -> int:
+        """Physics steps an end-effector step is spread over (one control period unless set)."""
+        return self._ee_step_physics_steps or max(1, self._substeps)
 
     def set_end_effector_yaw(self, yaw: float) -> None:
         """Latch the wrist yaw (see the contract): the last arm joint turns to it at a bounded

@@ -158,6 +158,7 @@ class PyBulletBackend(SimBackend):
         self._arm: Optional[_Robot] = None
         self._ee_yaw = 0.0   # latched wrist yaw of set_end_effector_yaw (rad); 0 after a reset
         self._arm_ramp: Optional[_ArmRamp] = None   # end-effector step being interpolated
+        self._ee_step_physics_steps: Optional[int] = None   # set_end_effector_step_period (None: a control period)
         self._cart: Optional[_Robot] = None
         self._plate: Optional[_Robot] = None
 
@@ -656,6 +657,20 @@ class PyBulletBackend(SimBackend):
             raise ValueError(f"end-effector delta must be finite, got {delta.tolist()}")
         self._solve_end_effector(delta)
 
+    def set_end_effector_step_period(self, period_s: Optional[float]) -> None:
+        self.require(Capability.END_EFFECTOR_DELTA)
+        if period_s is None:
+            self._ee_step_physics_steps = None
+            return
+        period_s = float(period_s)
+        if not (math.isfinite(period_s) and period_s > 0):
+            raise ValueError(f"end-effector step period must be finite and > 0 s, got {period_s}")
+        self._ee_step_physics_steps = max(1, int(round(period_s * self._physics_rate_hz)))
+
+    def _ee_step_length(self) -> int:
+        """Physics steps an end-effector step is spread over (one control period unless set)."""
+        return self._ee_step_physics_steps or max(1, self._substeps)
+
     def set_end_effector_yaw(self, yaw: float) -> None:
         """Latch the wrist yaw (see the contract) and turn the last arm joint to it, the others held."""
         self.require(Capability.END_EFFECTOR_DELTA)
@@ -752,7 +767,7 @@ class PyBulletBackend(SimBackend):
         else:
             start = np.array([s[0] for s in p.getJointStates(robot.body, indices, physicsClientId=cid)])
         self._arm_ramp = _ArmRamp(robot.body, indices, [j.max_force for j in arm_joints], start,
-                                  np.asarray(targets, dtype=np.float64), max(1, self._substeps))
+                                  np.asarray(targets, dtype=np.float64), self._ee_step_length())
 
     def _link_pose(self, robot: _Robot, link: str):
         index = robot.links[link]

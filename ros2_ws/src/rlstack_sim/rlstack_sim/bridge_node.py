@@ -62,6 +62,7 @@ class SimBridge(Node):
         self.mode, self.camera_rate, self.camera_enabled = v["mode"], v["camera_rate_hz"], v["camera_enabled"]
         self.camera_in_lockstep, self.cmd_vel_stamped = v["camera_in_lockstep"], v["cmd_vel_stamped"]
         self.continuous_clock = v["continuous_clock"]
+        self.ee_step_period = v["ee_step_period_s"]
         self.clock_offset = 0.0
         noise = depth_noise(v)
         self.noise = noise if noise.enabled else None
@@ -134,6 +135,8 @@ class SimBridge(Node):
         self.scene = scene
         spec = make_scene(scene)
         caps = self.sim.capabilities
+        if self.ee_step_period > 0 and self._cap.END_EFFECTOR_DELTA in caps:
+            self.sim.set_end_effector_step_period(self.ee_step_period)
         self.has_base = self._cap.BASE_VELOCITY in caps
         self.root_frame = "odom" if self.has_base else "world"
         channels = self.commands.configure(spec, self.sim.joint_limits(), caps, self._cap)

@@ -74,6 +74,8 @@ def bridge_parameters(scenes: Sequence[str], backends: Sequence[str]) -> List[Pa
         P("max_linear_accel", 1.0, "Base linear acceleration limit, m/s^2 (0: none)", 0.0, 1000.0),
         P("max_angular_accel", 3.0, "Base angular acceleration limit, rad/s^2 (0: none)", 0.0, 1000.0),
         P("max_ee_step", 0.05, "Longest end-effector delta per message, m (longer: scaled down)", 0.001, 1.0),
+        P("ee_step_period_s", 0.0, "Spread each end-effector step over this long, s of sim time (0: one control "
+          "period); set it to the arm commands' period when they come slower than the control rate", 0.0, 10.0),
         P("gui", False, "Open the simulator's GUI window"),
         P("continuous_clock", False, "Keep /clock and stamps running on across resets "
           "(a reset adds the elapsed sim time to an offset) instead of restarting at 0; for "
