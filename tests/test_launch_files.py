@@ -100,3 +100,24 @@ def test_the_fetch_graph_takes_the_simulator_backend():
 
     ns = argparse.Namespace(ground_truth_grasp=False, backend="mujoco", graph_arg=[])
     assert _graph_args(ns, argparse.ArgumentParser())["backend"] == "mujoco"
+
+
+def test_the_arm_step_period_reaches_the_bridge_and_the_mujoco_evaluation_sets_it():
+    """The simulated arm spreads each /arm/ee_delta step over arm_step_period_s (bridge parameter
+    ee_step_period_s): 0 (one control period) by default, 0.05 in the MuJoCo evaluation, where the
+    60 Hz bridge's 16.7 ms arm jerks dropped held cubes (tools/stow_rate_check.py)."""
+    import argparse
+
+    from rlstack_mission.evaluate import _graph_args
+
+    assert float(_params("fetch.launch.yaml", {}, "sim_bridge")["ee_step_period_s"]) == 0.0
+    assert float(_params("fetch.launch.yaml", {"arm_step_period_s": "0.05"}, "sim_bridge")["ee_step_period_s"]) == 0.05
+    mujoco = _graph_args(argparse.Namespace(ground_truth_grasp=False, backend="mujoco", graph_arg=[]),
+                         argparse.ArgumentParser())
+    assert mujoco["arm_step_period_s"] == "0.05"
+    pybullet = _graph_args(argparse.Namespace(ground_truth_grasp=False, backend="pybullet", graph_arg=[]),
+                           argparse.ArgumentParser())
+    assert "arm_step_period_s" not in pybullet
+    given = _graph_args(argparse.Namespace(ground_truth_grasp=False, backend="mujoco",
+                                           graph_arg=["arm_step_period_s:=0"]), argparse.ArgumentParser())
+    assert given["arm_step_period_s"] == "0"

@@ -49,6 +49,8 @@ def record(args) -> tuple:
     executor.add_node(node)
     threading.Thread(target=executor.spin, daemon=True).start()
     graph_args = {"backend": args.backend}
+    if args.backend == "mujoco":
+        graph_args["arm_step_period_s"] = str(args.arm_step_period)   # as make eval-fetch BACKEND=mujoco
     if args.ground_truth_grasp:
         graph_args["robot_mode"] = "false"
     try:
@@ -129,6 +131,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--ground-truth-grasp", action="store_true")
     ap.add_argument("--timeout", type=float, default=300.0)
+    ap.add_argument("--arm-step-period", type=float, default=0.05, help="fetch.launch.yaml arm_step_period_s on MuJoCo")
     ap.add_argument("--closed-width", type=float, default=0.03, help="finger opening (m) below which the hand is empty")
     ap.add_argument("--window", type=float, default=2.0, help="sim seconds printed before each loss")
     ap.add_argument("--analyse", metavar="MCAP", help="only analyse a recording (needs --target)")

@@ -176,6 +176,11 @@ def _graph_args(a, p) -> dict:
     graph_args = {"robot_mode": "false"} if a.ground_truth_grasp else {}
     if a.backend != "pybullet":
         graph_args["backend"] = a.backend
+    if a.backend == "mujoco":
+        # the arm spreads each 20 Hz command over 50 ms: under the 60 Hz bridge the 16.7 ms jerks
+        # flung held cubes out of MuJoCo's soft grasp (3 of 26 stows in tools/stow_rate_check.py;
+        # 26 of 26 held with 0.05). --graph-arg arm_step_period_s:=0 gives the bridge default.
+        graph_args["arm_step_period_s"] = "0.05"
     for item in a.graph_arg:
         name, sep, value = item.partition(":=")
         if not sep or not name:
