@@ -157,20 +157,32 @@ def test_send_fetch_cli_prints_feedback_and_exits_with_the_result_code(graph):
 def test_object_on_the_floor_is_fetched_in_robot_mode(graph):
     """The target 1.2 m ahead of the robot's start, on the floor: the robot looks at it from 1 m
     (the camera cannot see the floor closer), holds the estimate, drives in and lifts it. With
-    floor_grasps off (what the ground-truth ablation runs) the same object is UNREACHABLE."""
+    floor_grasps off (what the ground-truth ablation runs) the same object is UNREACHABLE.
+
+    Two tries: floor fetches succeed 16 of 20 in the floor evaluation (docs/mission.md), so one
+    try fails a working stack now and then (CI, 2026-11-26: three lifts "not lifted within 14 s"
+    in one fetch). A broken floor grasp fails both; the first try's result is printed either way."""
     layout = graph.harness.layout(2, HOME_MAP)
     layout = FetchLayout(**{**layout.__dict__, "target_pose": (1.2, 0.0, 0.025, 0.3), "table": "floor"})
     graph.set_mission(explore_waypoints=[0.0, 0.0, 0.0], look_around_yaws=4, floor_grasps=False)
+    tries = []
     try:
         result = graph.fetch(layout, timeout_s=180.0)
         assert result["code_name"] == "UNREACHABLE", result
         assert "floor" in result["reason"] and layout.target.split("_")[0] in result["reason"]
         graph.set_mission(floor_grasps=True)
-        result = graph.fetch(layout, timeout_s=240.0)
+        for _ in range(2):
+            result = graph.fetch(layout, timeout_s=240.0)
+            tries.append({k: result.get(k) for k in ("code_name", "reason", "grasp_attempts", "phase_durations")})
+            print(f"floor fetch try {len(tries)}: {tries[-1]}")
+            if result["code_name"] == "SUCCEEDED" and result["success"]:
+                break
+            print(graph.mission_log(30))
     finally:
         graph.set_mission(explore_waypoints=MISSION_YAML["explore_waypoints"],
                           look_around_yaws=MISSION_YAML["look_around_yaws"], floor_grasps=True)
-    assert result["code_name"] == "SUCCEEDED" and result["success"], f"{result}\n--- graph log ---\n{graph.mission_log()}"
+    assert result["code_name"] == "SUCCEEDED" and result["success"], \
+        f"{tries}\n--- graph log ---\n{graph.mission_log()}"
 
 
 def test_grasp_failed_after_every_retry(graph):
