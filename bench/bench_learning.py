@@ -90,7 +90,7 @@ ROS_TASKS = {"cartpole": ("RlStack/CartPole-v0", "cartpole", 60.0),
 class _RosBench:
     """A lockstep bridge process on a private domain + a client node (context manager)."""
 
-    def __init__(self, scene: str, rate: float, batch: int = 0) -> None:
+    def __init__(self, scene: str, rate: float, batch: int = 0, with_objects: bool = True) -> None:
         import tempfile
         from pathlib import Path
 
@@ -102,7 +102,8 @@ class _RosBench:
         if batch:
             self.group.start_node("rlstack_sim", "batch_bridge",
                                   params_file=os.path.join(REPO, "launch", "params", "batch_bridge.yaml"),
-                                  params={"scene": scene, "num_envs": batch, "control_rate_hz": rate})
+                                  params={"scene": scene, "num_envs": batch, "control_rate_hz": rate,
+                                          "with_objects": with_objects})
             return
         self.group.start_node("rlstack_sim", "sim_bridge", params_file=os.path.join(REPO, "launch", "params", "sim_bridge.yaml"),
                               params={"scene": scene, "mode": "lockstep", "camera_enabled": False, "control_rate_hz": rate,
@@ -237,7 +238,13 @@ def ros_batched(task: str, n_envs: int, steps: int, train_steps: int) -> dict:
                {"algo": "ppo", "randomize": False, "num_envs": n_envs})
     if train_steps:
         out["in_process_ppo_train_fps"] = round(_ppo(cfg, make_vec_env(env_id, n_envs=n_envs, seed=0), train_steps))
-    with _RosBench(scene, rate, batch=n_envs) as rb:
+    from rlstack_learning.envs import ENVS
+    from rlstack_learning.ros.io import ObsReader
+
+    cls = ENVS[env_id]
+    reads_objects = any(t.kind == "pose" for t in ObsReader(cls.obs_terms, cls.control_rate_hz).terms)
+    out["bridge_with_objects"] = reads_objects   # cart-pole reads joints only: its bridge answers without objects
+    with _RosBench(scene, rate, batch=n_envs, with_objects=reads_objects) as rb:
         venv = BatchLockstepVecEnv(env_id, rb.node, timeout_s=30.0, discovery_timeout_s=60.0)
         out["ros_env_steps_per_s"] = round(_vec_loop_rate(venv, steps))
         if train_steps:

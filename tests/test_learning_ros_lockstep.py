@@ -97,8 +97,10 @@ def test_batched_vec_env_matches_in_process_vec_env(ros_processes, params_dir, c
     import rlstack_learning  # noqa: F401  (registers the envs)
     from rlstack_learning.ros.batch_env import BatchLockstepVecEnv
 
+    # with_objects false: cart-pole reads joints only, and the responses leave the object poses out
     bridge = ros_processes.start_node("rlstack_sim", "batch_bridge", params_file=params_dir / "batch_bridge.yaml",
-                                      params={"scene": "cartpole", "num_envs": 3, "control_rate_hz": 60.0})
+                                      params={"scene": "cartpole", "num_envs": 3, "control_rate_hz": 60.0,
+                                              "with_objects": False})
     ros_venv = BatchLockstepVecEnv("RlStack/CartPole-v0", client_node, timeout_s=20.0)
     local = make_vec_env("RlStack/CartPole-v0", n_envs=3, seed=0)
     try:
@@ -129,6 +131,20 @@ def test_batched_vec_env_matches_in_process_vec_env(ros_processes, params_dir, c
         ros_venv.close()
         local.close()
     assert bridge.alive()
+
+
+def test_a_task_reading_objects_refuses_a_batch_bridge_without_them(ros_processes, params_dir, client_node):
+    """ball_plate reads the ball's pose: a batch bridge started with with_objects:=false is refused
+    at once, with the parameter to set, not after a confusing KeyError mid-training."""
+    import rlstack_learning  # noqa: F401  (registers the envs)
+    from rlstack_learning.ros.batch_env import BatchLockstepVecEnv
+    from rlstack_learning.ros.lockstep_env import LockstepError
+
+    ros_processes.start_node("rlstack_sim", "batch_bridge", params_file=params_dir / "batch_bridge.yaml",
+                             params={"scene": "ball_plate", "num_envs": 2, "control_rate_hz": 30.0,
+                                     "with_objects": False})
+    with pytest.raises(LockstepError, match="with_objects:=true"):
+        BatchLockstepVecEnv("RlStack/BallPlate-v0", client_node, timeout_s=20.0)
 
 
 def test_step_zero_waits_for_a_published_command(ros_processes, ros_probe, params_dir):
