@@ -366,19 +366,20 @@ class ProcessGroup:
         codes = {}
         for proc in reversed(self.processes):
             codes[proc.name] = proc.stop(grace)
-        if any(code < 0 for code in codes.values()):
-            _clean_shared_memory()
+        clean_shared_memory()
         return codes
 
 
-def _clean_shared_memory() -> None:
-    """Remove the Fast DDS shared-memory files of processes that were killed.
+def clean_shared_memory() -> None:
+    """Remove the Fast DDS shared-memory files of processes that died without removing them.
 
-    A node stopped by a signal it did not handle cannot remove its segment and ports; the ports
-    of its domain are then found by the next test that leases that domain (three policy-node
-    tests in a row failed once in CI, every other test passing; this was one suspect). Only
-    files whose owner is dead are removed (rlstack_launch.shm_cleanup), so a suite running
-    beside this one is safe."""
+    A node killed by a signal it did not handle cannot remove its segment and ports. Their pages
+    stay allocated in /dev/shm (RAM; a container's /dev/shm is 64 MB by default, and an image
+    test fills segments with real pages), and with the SHM-only transport a participant that
+    cannot get shared memory talks to no one: three policy-node tests in a row failed once in CI,
+    every other test passing, and this is the suspect. Only files whose owner is dead are removed
+    (rlstack_launch.shm_cleanup, the rule of ``fastdds shm clean``), so a suite running beside
+    this one is safe; it costs a few milliseconds."""
     try:
         from rlstack_launch.shm_cleanup import clean_zombie_fastdds, uses_fastdds
     except ImportError:   # rlstack_launch not installed: nothing to clean with
