@@ -37,8 +37,9 @@ the task's control rate, and ``control_rate_hz`` equal to it (checked from the f
 
 Limits: tasks whose terms :mod:`rlstack_learning.ros.io` can read (cart-pole, ball-on-plate,
 the Panda lift on the topics: its grasp point is read from ``/tf``, which a step response does
-not carry; not the mobile lifts, whose ``/grasp_target`` no bridge publishes). No domain randomisation over ROS (masses and friction need the simulator;
-the ball of ball-on-plate starts at rest instead of rolling). ``reset(seed=s)`` resets the
+not carry; not the mobile lifts, whose ``/grasp_target`` no bridge publishes). No domain
+randomisation over ROS (masses and friction need the simulator; the ball of ball-on-plate
+starts at rest instead of rolling). ``reset(seed=s)`` resets the
 bridge with seed ``s``: the same initial state as the in-process env's episode ``s``.
 """
 
