@@ -143,6 +143,10 @@ def main(argv=None) -> int:
                     r = {"success": False, "code_name": "HARNESS_ERROR", "reason": str(exc), "wall_s": 0.0}
                 row = {"i": i, "graph_run": run, "seed": layout.seed, "success": r["success"],
                        "code_name": r["code_name"], "reason": r["reason"][:200], "wall_s": r["wall_s"],
+                       # the evaluator's view: a fetch the mission calls SUCCEEDED can still fail here
+                       # (object not within the drop-off tolerance, or not on the floor)
+                       "target": r.get("target"), "object_final": r.get("object_final"),
+                       "dropoff_error_m": r.get("dropoff_error_m"), "grasp_attempts": r.get("grasp_attempts"),
                        "usage": node_usage(graph.proc.pid), "time": time.time()}
                 rows.append(row)
                 with open(log, "a") as f:
