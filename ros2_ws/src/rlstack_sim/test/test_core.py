@@ -172,7 +172,8 @@ def test_wheel_odometry_drifts_from_the_truth(home):
 
 def test_parameters_and_backend_errors():
     values = {p.name: p.default for p in bridge_parameters(scene_names(), ("pybullet",))}
-    assert len(values) == 34 and not depth_noise(values).enabled
+    assert len(values) == 35 and not depth_noise(values).enabled
+    assert values["ee_step_period_s"] == 0.0   # one control period unless a graph asks (the MuJoCo fetch)
     ranged = [p for p in bridge_parameters(scene_names(), ("pybullet",)) if p.min_value is not None]
     assert all(p.min_value <= p.default <= p.max_value for p in ranged)
     from sim_bridges.scenes import SCENES, register_scene
