@@ -366,26 +366,7 @@ class ProcessGroup:
         codes = {}
         for proc in reversed(self.processes):
             codes[proc.name] = proc.stop(grace)
-        clean_shared_memory()
         return codes
-
-
-def clean_shared_memory() -> None:
-    """Remove the Fast DDS shared-memory files of processes that died without removing them.
-
-    A node killed by a signal it did not handle cannot remove its segment and ports. Their pages
-    stay allocated in /dev/shm (RAM; a container's /dev/shm is 64 MB by default, and an image
-    test fills segments with real pages), and with the SHM-only transport a participant that
-    cannot get shared memory talks to no one: three policy-node tests in a row failed once in CI,
-    every other test passing, and this is the suspect. Only files whose owner is dead are removed
-    (rlstack_launch.shm_cleanup, the rule of ``fastdds shm clean``), so a suite running beside
-    this one is safe; it costs a few milliseconds."""
-    try:
-        from rlstack_launch.shm_cleanup import clean_zombie_fastdds, uses_fastdds
-    except ImportError:   # rlstack_launch not installed: nothing to clean with
-        return
-    if uses_fastdds():
-        clean_zombie_fastdds()
 
 
 def _param_literal(value: object) -> str:

@@ -10,9 +10,7 @@ ros_processes   a :class:`ProcessGroup` on that domain; every process is stopped
 ros_probe       a :class:`RosProbe` on that domain
 
 At the end of the session any process the harness started that is still alive is killed
-and the session fails: a suite must never leave orphans behind. At its start, the Fast DDS
-shared memory that dead processes left in /dev/shm is removed (``clean_shared_memory``), so an
-earlier crash cannot leave this suite's participants without room.
+and the session fails: a suite must never leave orphans behind.
 """
 
 from __future__ import annotations
@@ -20,7 +18,7 @@ from __future__ import annotations
 import pytest
 
 from rlstack_testing.domain import lease_domain_id
-from rlstack_testing.processes import ProcessGroup, clean_shared_memory, live_processes
+from rlstack_testing.processes import ProcessGroup, live_processes
 
 
 @pytest.fixture
@@ -53,10 +51,6 @@ def ros_probe(ros_domain_id):
         yield probe
     finally:
         probe.close()
-
-
-def pytest_sessionstart(session):
-    clean_shared_memory()
 
 
 def pytest_sessionfinish(session, exitstatus):
