@@ -242,7 +242,7 @@ def ros_batched(task: str, n_envs: int, steps: int, train_steps: int) -> dict:
     from rlstack_learning.ros.io import ObsReader
 
     cls = ENVS[env_id]
-    reads_objects = any(t.kind == "pose" for t in ObsReader(cls.obs_terms, cls.control_rate_hz).terms)
+    reads_objects = bool(ObsReader(cls.obs_terms, cls.control_rate_hz).pose_topics)
     out["bridge_with_objects"] = reads_objects   # cart-pole reads joints only: its bridge answers without objects
     with _RosBench(scene, rate, batch=n_envs, with_objects=reads_objects) as rb:
         venv = BatchLockstepVecEnv(env_id, rb.node, timeout_s=30.0, discovery_timeout_s=60.0)

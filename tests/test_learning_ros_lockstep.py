@@ -43,6 +43,32 @@ def client_node(ros_domain_id):
     rclpy.shutdown(context=ctx)
 
 
+def compare_rollouts(ros_env, local, seeds, steps_per_episode: int, rng, action_dim: int,
+                     reward_tol: float = 0.0):
+    """Play the same seeds and random actions on the env over ROS and the in-process env; rewards
+    and flags must agree at every step (rewards exactly, or within ``reward_tol``). Returns the
+    largest observation difference and the number of steps played."""
+    worst, steps = 0.0, 0
+    for seed in seeds:
+        o_ros, _ = ros_env.reset(seed=seed)
+        o_loc, _ = local.reset(seed=seed)
+        worst = max(worst, float(np.max(np.abs(o_ros - o_loc))))
+        for _ in range(steps_per_episode):
+            a = rng.uniform(-1, 1, action_dim).astype(np.float32)
+            o_ros, r_ros, te_ros, tr_ros, _ = ros_env.step(a)
+            o_loc, r_loc, te_loc, tr_loc, _ = local.step(a)
+            steps += 1
+            worst = max(worst, float(np.max(np.abs(o_ros - o_loc))))
+            if reward_tol:
+                assert r_ros == pytest.approx(r_loc, abs=reward_tol)
+            else:
+                assert r_ros == r_loc
+            assert (te_ros, tr_ros) == (te_loc, tr_loc)
+            if te_ros or tr_ros:
+                break
+    return worst, steps
+
+
 @pytest.mark.parametrize("verify", ["before", "after", "request"])
 def test_lockstep_env_matches_in_process_env(ros_processes, params_dir, client_node, verify):
     """verify=before/after: commands and observations on the topics; 'request': both in the step call."""
@@ -55,22 +81,8 @@ def test_lockstep_env_matches_in_process_env(ros_processes, params_dir, client_n
     kwargs = {"transport": "request"} if verify == "request" else {"verify": verify}
     ros_env = LockstepEnv("RlStack/CartPole-v0", client_node, timeout_s=20.0, **kwargs)
     local = gym.make("RlStack/CartPole-v0").unwrapped
-    rng = np.random.default_rng(1)
-    worst, steps = 0.0, 0
     try:
-        for seed in (2**30 + 7, 12345):
-            o_ros, _ = ros_env.reset(seed=seed)
-            o_loc, _ = local.reset(seed=seed)
-            worst = max(worst, float(np.max(np.abs(o_ros - o_loc))))
-            for _ in range(150):
-                a = rng.uniform(-1, 1, 1).astype(np.float32)
-                o_ros, r_ros, te_ros, tr_ros, _ = ros_env.step(a)
-                o_loc, r_loc, te_loc, tr_loc, _ = local.step(a)
-                steps += 1
-                worst = max(worst, float(np.max(np.abs(o_ros - o_loc))))
-                assert (r_ros, te_ros, tr_ros) == (r_loc, te_loc, tr_loc)
-                if te_ros or tr_ros:
-                    break
+        worst, steps = compare_rollouts(ros_env, local, (2**30 + 7, 12345), 150, np.random.default_rng(1), 1)
         assert worst <= OBS_TOL, f"max |obs ROS - obs in-process| = {worst} over {steps} steps"
         print(f"verify={verify}: max |obs ROS - obs in-process| = {worst:.3g} over {steps} steps, "
               f"late commands {ros_env.late_commands}, sync calls {ros_env.sync_calls}")
@@ -225,20 +237,9 @@ def test_lift_lockstep_env_matches_in_process_env(ros_processes, params_dir, cli
     bridge = start_lockstep_bridge(ros_processes, params_dir, scene="panda_table", rate=20.0)
     ros_env = LockstepEnv("RlStack/PandaLift-v0", client_node, timeout_s=30.0, verify="before")
     local = gym.make("RlStack/PandaLift-v0").unwrapped
-    rng = np.random.default_rng(5)
-    worst, steps = 0.0, 0
     try:
-        for seed in (2**30 + 3, 4242):
-            o_ros, _ = ros_env.reset(seed=seed)
-            o_loc, _ = local.reset(seed=seed)
-            worst = max(worst, float(np.max(np.abs(o_ros - o_loc))))
-            for _ in range(40):
-                a = rng.uniform(-1, 1, 4).astype(np.float32)
-                o_ros, r_ros, te_ros, tr_ros, _ = ros_env.step(a)
-                o_loc, r_loc, te_loc, tr_loc, _ = local.step(a)
-                steps += 1
-                worst = max(worst, float(np.max(np.abs(o_ros - o_loc))))
-                assert r_ros == pytest.approx(r_loc, abs=1e-4) and (te_ros, tr_ros) == (te_loc, tr_loc)
+        worst, steps = compare_rollouts(ros_env, local, (2**30 + 3, 4242), 40, np.random.default_rng(5), 4,
+                                        reward_tol=1e-4)
         assert worst <= OBS_TOL, f"max |obs ROS - obs in-process| = {worst} over {steps} steps"
         print(f"lift: max |obs ROS - obs in-process| = {worst:.3g} over {steps} steps")
         assert ros_env.late_commands == 0

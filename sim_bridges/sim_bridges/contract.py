@@ -277,6 +277,20 @@ def physics_steps_per_control(physics_rate_hz: float, control_rate_hz: float) ->
     return k
 
 
+def physics_steps_per_ee_step(period_s: Optional[float], physics_rate_hz: float) -> Optional[int]:
+    """Physics steps an end-effector step is spread over for ``set_end_effector_step_period``
+    (``None``: one control period, which the backend supplies). Rounded, at least one.
+
+    :raises ValueError: for a period that is not finite and positive
+    """
+    if period_s is None:
+        return None
+    period_s = float(period_s)
+    if not (math.isfinite(period_s) and period_s > 0):
+        raise ValueError(f"end-effector step period must be finite and > 0 s, got {period_s}")
+    return max(1, int(round(period_s * physics_rate_hz)))
+
+
 class SimBackend(abc.ABC):
     """Abstract simulator backend.
 

@@ -47,6 +47,7 @@ from ..contract import (  # noqa: E402
     SimBackend,
     Twist,
     physics_steps_per_control,
+    physics_steps_per_ee_step,
 )
 from ..geometry import diff_drive_wheel_speeds, matrix_to_quat, quat_multiply, quat_to_matrix  # noqa: E402
 from ..robots.spec import CameraSpec, RobotSpec  # noqa: E402
@@ -891,13 +892,7 @@ class MuJoCoBackend(SimBackend):
 
     def set_end_effector_step_period(self, period_s: Optional[float]) -> None:
         self.require(Capability.END_EFFECTOR_DELTA)
-        if period_s is None:
-            self._ee_step_physics_steps = None
-            return
-        period_s = float(period_s)
-        if not (math.isfinite(period_s) and period_s > 0):
-            raise ValueError(f"end-effector step period must be finite and > 0 s, got {period_s}")
-        self._ee_step_physics_steps = max(1, int(round(period_s * self._physics_rate_hz)))
+        self._ee_step_physics_steps = physics_steps_per_ee_step(period_s, self._physics_rate_hz)
 
     def _ee_step_length(self) -> int:
         """Physics steps an end-effector step is spread over (one control period unless set)."""

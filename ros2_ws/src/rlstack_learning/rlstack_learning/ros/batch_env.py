@@ -56,13 +56,12 @@ class BatchLockstepVecEnv(VecEnv):
                          f"the batch bridge's step service {bridge}/step (is a batch_bridge running?)")
         first = self._call(steps=0)
         n = len(first.sim_time)
-        needs_objects = any(t.kind == "pose" for t in ObsReader(cls.obs_terms, cls.control_rate_hz).terms)
-        if needs_objects and not len(first.object_names):
-            raise LockstepError(f"{cls.env_id} reads object poses but the batch bridge {bridge} answers without them: "
-                                "start it with with_objects:=true (its default)")
         self.writer = ActWriter(cls.act_terms)
         self._topics = [t.lstrip("/") for t in self.writer.topics]
         self.readers = [ObsReader(cls.obs_terms, cls.control_rate_hz) for _ in range(n)]
+        if self.readers[0].pose_topics and not len(first.object_names):
+            raise LockstepError(f"{cls.env_id} reads object poses but the batch bridge {bridge} answers without them: "
+                                "start it with with_objects:=true (its default)")
         unreadable = [t.name for t in self.readers[0].terms if t.kind == "tf" or t.field == "orientation"]
         if unreadable:
             raise ValueError(f"a batch bridge's response carries joint states and object positions only, not what "

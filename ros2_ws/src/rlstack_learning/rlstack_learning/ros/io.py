@@ -120,10 +120,6 @@ class ObsReader:
     def pose_topics(self) -> List[str]:
         return sorted({t.topic for t in self.terms if t.kind == "pose"})
 
-    @property
-    def tf_topics(self) -> List[str]:
-        return sorted(self._tf)
-
     def reset(self) -> None:
         """Start of an episode: finite differences restart at 0, the TF trees empty."""
         self._prev = {}
