@@ -265,6 +265,9 @@ def test_train_node_trains_the_lift_over_ros_by_behaviour_cloning(ros_processes,
     cfg_path = tmp_path / "lift_tiny.yaml"
     cfg_path.write_text(yaml.safe_dump(cfg))
     start_lockstep_bridge(ros_processes, params_dir, scene="panda_table", rate=20.0)
+    # the bridge answers before train_node starts (a clean-clone run once saw train_node's 30 s
+    # discovery wait for it run out; cause not found)
+    assert ros_probe.call(SimStep, "/sim_bridge/step", SimStep.Request(steps=0), timeout=60).success
     progress = ros_probe.subscribe("/train_node/progress", String, qos=PROGRESS_QOS)
     bundle_dir = tmp_path / "lift_ros"
     node = ros_processes.start_node(
