@@ -236,6 +236,35 @@ def test_lockstep_step_advances_exact_periods_and_reset_restores_odometry(ros_pr
     assert not bad.success and "ball_plate" in bad.message
 
 
+def test_lockstep_fast_lane_serves_steps_commands_parameters_and_timers(ros_processes, ros_probe, params_dir):
+    """Lockstep spins its services and command topics on the fast lane (rlstack_common.fast_lane):
+    what the executor alone used to serve still works: command topics are taken and counted,
+    parameter services (``ros2 param``) answer, a scene reload (new command subscriptions) is
+    picked up, and the diagnostics timer still runs."""
+    from rcl_interfaces.srv import GetParameters
+    from std_msgs.msg import Float64
+
+    bridge = start_bridge(ros_processes, params_dir, scene="cartpole", mode="lockstep", camera_enabled=False)
+    bridge.wait_for_output("fast lane", timeout=20)
+    step = lambda n: ros_probe.call(SimStep, "/sim_bridge/step", SimStep.Request(steps=n))  # noqa: E731
+    before = step(0).commands_received
+    force = ros_probe.publisher("/cartpole/force", Float64)
+    for i in range(1, 21):  # each command counted once (the step calls that follow it see it)
+        force.publish(Float64(data=1.0))
+        ros_probe.spin_until(lambda: step(1).commands_received == before + i, 5, f"command {i} counted")
+    params = ros_probe.call(GetParameters, "/sim_bridge/get_parameters", GetParameters.Request(names=["scene", "mode"]))
+    assert [v.string_value for v in params.values] == ["cartpole", "lockstep"]
+    diag_q = ros_probe.subscribe("/diagnostics", DiagnosticArray)
+    ros_probe.wait_for_messages(diag_q, 2, timeout=10)
+    # a scene reload replaces the command subscriptions: the lane serves the new ones
+    assert ros_probe.call(ResetSim, "/sim_bridge/reset", ResetSim.Request(seed=1, scene="ball_plate")).success
+    angles = ros_probe.publisher("/ball_plate/angles", Vector3)
+    count = step(0).commands_received
+    angles.publish(Vector3(x=0.01, y=0.0, z=0.0))
+    ros_probe.spin_until(lambda: step(1).commands_received == count + 1, 5, "a ball_plate command counted")
+    assert bridge.alive()
+
+
 def test_bad_commands_are_rejected_counted_and_node_stays_up(ros_processes, ros_probe, params_dir):
     bridge = start_bridge(ros_processes, params_dir, scene="home", mode="lockstep", camera_enabled=False)
     diag_q = ros_probe.subscribe("/diagnostics", DiagnosticArray)

@@ -52,6 +52,7 @@ from ..contract import (  # noqa: E402
 from ..geometry import diff_drive_wheel_speeds, matrix_to_quat, quat_multiply, quat_to_matrix  # noqa: E402
 from ..robots.spec import CameraSpec, RobotSpec  # noqa: E402
 from ..scenes import make_scene, scene_names  # noqa: E402
+from ..scenes.meshes import mesh_placement  # noqa: E402
 from ..scenes.spec import ObjectSpec, SceneSpec  # noqa: E402
 
 __all__ = ["MUJOCO_SCENES", "MuJoCoBackend", "renderer_status"]
@@ -499,10 +500,12 @@ class MuJoCoBackend(SimBackend):
     def _add_static(self, ms: Any, obj: ObjectSpec) -> None:
         body = ms.worldbody.add_body(name=f"static_{obj.name}", pos=list(obj.pose.position),
                                      quat=_wxyz(obj.pose.orientation))
-        self._add_shape(body, obj)
+        self._add_shape(ms, body, obj)
 
-    def _add_shape(self, body: Any, obj: ObjectSpec, friction: Optional[List[float]] = None) -> Any:
+    def _add_shape(self, ms: Any, body: Any, obj: ObjectSpec, friction: Optional[List[float]] = None) -> Any:
         sx, sy, sz = obj.size
+        if obj.shape == "mesh":
+            return self._add_mesh_shape(ms, body, obj, friction)
         if obj.shape == "box":
             kind, size = mujoco.mjtGeom.mjGEOM_BOX, [sx / 2, sy / 2, sz / 2]
         elif obj.shape == "sphere":
@@ -510,6 +513,26 @@ class MuJoCoBackend(SimBackend):
         else:
             kind, size = mujoco.mjtGeom.mjGEOM_CYLINDER, [sx / 2, sz / 2, 0]
         geom = body.add_geom(name=obj.name, type=kind, size=size, rgba=list(obj.rgba))
+        geom.friction = friction or [obj.lateral_friction, max(obj.spinning_friction, 0.0),
+                                     max(obj.rolling_friction, 0.0)]
+        return geom
+
+    def _add_mesh_shape(self, ms: Any, body: Any, obj: ObjectSpec, friction: Optional[List[float]]) -> Any:
+        """A mesh object: the visual mesh drawn only, the collision mesh's convex hull colliding, both
+        placed so the bounding box is centred on the body's origin (``scenes.meshes``, as in PyBullet).
+        MuJoCo re-centres a mesh on its own centroid when compiling and moves the geom to match, so
+        the geom pose given here is where the file's origin goes."""
+        place = mesh_placement(obj.mesh)
+        scale = [obj.mesh.scale] * 3
+        quat = _wxyz(place.orientation)
+        visual_name, collision_name = f"{obj.name}_visual", f"{obj.name}_collision"
+        ms.add_mesh(name=visual_name, file=obj.mesh.path, scale=scale)
+        ms.add_mesh(name=collision_name, file=obj.mesh.collision_file, scale=scale)
+        body.add_geom(name=visual_name, type=mujoco.mjtGeom.mjGEOM_MESH, meshname=visual_name,
+                      pos=list(place.offset), quat=quat, rgba=list(obj.rgba), contype=0, conaffinity=0,
+                      group=1, density=0.0)
+        geom = body.add_geom(name=obj.name, type=mujoco.mjtGeom.mjGEOM_MESH, meshname=collision_name,
+                             pos=list(place.offset), quat=quat, rgba=[0, 0, 0, 0], group=3)
         geom.friction = friction or [obj.lateral_friction, max(obj.spinning_friction, 0.0),
                                      max(obj.rolling_friction, 0.0)]
         return geom
@@ -531,7 +554,7 @@ class MuJoCoBackend(SimBackend):
                 friction = [vals.get("lateral_friction", 1.0), vals.get("spinning_friction", 0.005),
                             vals.get("rolling_friction", 1e-4)]
                 restitution = vals.get("restitution", restitution)
-        geom = self._add_shape(body, obj, friction)
+        geom = self._add_shape(ms, body, obj, friction)
         if geom.friction[1] > 0 or geom.friction[2] > 0:
             geom.condim = 6  # torsional + rolling friction (home's balls and cylinders, the ping-pong ball)
         # MuJoCo has no restitution coefficient: contacts keep MuJoCo's default (critically damped)

@@ -32,6 +32,7 @@ from ..contract import (
 from ..geometry import diff_drive_wheel_speeds, quat_to_matrix
 from ..robots.spec import RobotSpec
 from ..scenes import make_scene
+from ..scenes.meshes import mesh_placement
 from ..scenes.spec import ObjectSpec, SceneSpec
 from .camera import PyBulletCamera
 
@@ -230,6 +231,14 @@ class PyBulletBackend(SimBackend):
             elif obj.shape == "sphere":
                 col = p.createCollisionShape(p.GEOM_SPHERE, radius=sx / 2, physicsClientId=cid)
                 vis = p.createVisualShape(p.GEOM_SPHERE, radius=sx / 2, rgbaColor=obj.rgba, physicsClientId=cid)
+            elif obj.shape == "mesh":  # the bounding box centred on the body's origin (scenes.meshes)
+                place, scale = mesh_placement(obj.mesh), [obj.mesh.scale] * 3
+                col = p.createCollisionShape(p.GEOM_MESH, fileName=obj.mesh.collision_file, meshScale=scale,
+                                             collisionFramePosition=place.offset,
+                                             collisionFrameOrientation=place.orientation, physicsClientId=cid)
+                vis = p.createVisualShape(p.GEOM_MESH, fileName=obj.mesh.path, meshScale=scale, rgbaColor=obj.rgba,
+                                          visualFramePosition=place.offset, visualFrameOrientation=place.orientation,
+                                          physicsClientId=cid)
             else:  # cylinder along z
                 col = p.createCollisionShape(p.GEOM_CYLINDER, radius=sx / 2, height=sz, physicsClientId=cid)
                 vis = p.createVisualShape(

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..contract import Capability, OccupancyBox, Pose
 from ..robots.spec import CameraSpec, RobotSpec
+from .meshes import MeshSpec
 
 __all__ = ["COLORS", "ObjectSpec", "SceneSpec", "box_footprint", "sample_separated_xy"]
 
@@ -28,14 +29,18 @@ COLORS: Dict[str, Tuple[float, float, float, float]] = {
 
 @dataclass(frozen=True)
 class ObjectSpec:
-    """A rigid object built from a primitive (or loaded from ``urdf_path``).
+    """A rigid object built from a primitive or a mesh (or loaded from ``urdf_path``).
 
-    :param shape: ``'box'``, ``'sphere'`` or ``'cylinder'``
-    :param size: full extents (x, y, z) in m: sphere (d, d, d), cylinder (d, d, h)
+    :param shape: ``'box'``, ``'sphere'``, ``'cylinder'`` or ``'mesh'``
+    :param size: full extents (x, y, z) in m: sphere (d, d, d), cylinder (d, d, h); a mesh's
+        bounding box (``meshes.mesh_placement(mesh).extents``), centred on the object's origin
     :param mass: kg; 0 makes the object static (walls, furniture)
     :param pose: default pose of its centre (reset may override it by seed)
     :param urdf_path: load this URDF instead of building the primitive
         (``shape``/``size``/``color_name`` then only serve as metadata)
+    :param mesh: the OBJ file of a ``'mesh'`` object (:class:`~sim_bridges.scenes.meshes.MeshSpec`)
+    :param kind: what people call it ("cube", "duck", "mug"): perception's label word. Default:
+        the primitive's everyday name (box: cube, sphere: ball, cylinder: cylinder)
     """
 
     name: str
@@ -49,10 +54,19 @@ class ObjectSpec:
     spinning_friction: float = 0.0
     restitution: float = 0.0
     urdf_path: Optional[str] = None
+    mesh: Optional[MeshSpec] = None
+    kind: str = ""
 
     def __post_init__(self) -> None:
-        if self.shape not in ("box", "sphere", "cylinder"):
+        if self.shape not in ("box", "sphere", "cylinder", "mesh"):
             raise ValueError(f"object '{self.name}': unknown shape '{self.shape}'")
+        if (self.shape == "mesh") != (self.mesh is not None):
+            raise ValueError(f"object '{self.name}': a mesh is given exactly for shape 'mesh'")
+        if not self.kind:
+            default = {"box": "cube", "sphere": "ball", "cylinder": "cylinder"}.get(self.shape)
+            if default is None:
+                raise ValueError(f"object '{self.name}': a mesh object needs its kind (what people call it)")
+            object.__setattr__(self, "kind", default)
         if self.color_name not in COLORS:
             raise ValueError(f"object '{self.name}': unknown colour '{self.color_name}'")
 

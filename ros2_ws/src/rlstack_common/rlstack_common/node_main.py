@@ -161,6 +161,20 @@ def register_stack_dump() -> None:
         faulthandler.register(STACK_DUMP_SIGNAL, file=sys.stderr, all_threads=True, chain=False)
 
 
+def _wants_fast_lane(node: Node, executor: Executor) -> bool:
+    """A node that serves lockstep calls (``use_fast_lane()`` true: the lockstep and batch bridges)
+    spins its services and subscriptions on :class:`rlstack_common.fast_lane.FastLane` when the
+    executor is the wait-set one; ``RLSTACK_FAST_LANE=0`` turns it off (A/B benchmarks)."""
+    if os.environ.get("RLSTACK_FAST_LANE", "1") == "0" or not isinstance(executor, SingleThreadedExecutor):
+        return False
+    wants = getattr(node, "use_fast_lane", None)
+    if wants is None or not wants():
+        return False
+    from rlstack_common.fast_lane import FastLane
+
+    return FastLane.available()
+
+
 def spin_until_stopped(node: Node, executor: Executor, stop: StopFlag, drain_s: float = 5.0) -> None:
     """Spin until ``stop`` is set (or rclpy shuts down), then let the node wind down.
 
@@ -168,8 +182,13 @@ def spin_until_stopped(node: Node, executor: Executor, stop: StopFlag, drain_s: 
     ``shutdown_pending() -> bool`` (spun until False, at most ``drain_s``): the mission uses
     them to end a running fetch with the robot stopped before the node is destroyed.
     """
-    while rclpy.ok() and not stop.is_set():
-        executor.spin_once(timeout_sec=_POLL_S)
+    if _wants_fast_lane(node, executor):
+        from rlstack_common.fast_lane import spin_with_fast_lane
+
+        spin_with_fast_lane(node, executor, lambda: rclpy.ok() and not stop.is_set(), _POLL_S)
+    else:
+        while rclpy.ok() and not stop.is_set():
+            executor.spin_once(timeout_sec=_POLL_S)
     request = getattr(node, "request_shutdown", None)
     if request is None or not rclpy.ok():
         return

@@ -13,8 +13,8 @@ sim time) and :class:`~rlstack_sim.core.Stepper` in lockstep mode; resets go thr
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable, List, Sequence
+from dataclasses import dataclass, field
+from typing import Callable, List, Optional, Sequence
 
 import numpy as np
 
@@ -41,6 +41,10 @@ class BatchState:
     object_names: List[str]
     object_position: np.ndarray    # (N, M, 3)
     object_orientation: np.ndarray  # (N, M, 4)
+    #: (N,) envs auto-reset by the call (empty if none was asked for); the arrays above then hold
+    #: their terminal state, and ``reset`` (a BatchState of R envs, env order) the new episode's first
+    auto_reset: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    reset: Optional["BatchState"] = None
 
 
 class BatchSims:
@@ -73,60 +77,108 @@ class BatchSims:
         self.channels = self.handlers[0].channels
         self.joint_names = list(self.sims[0].joint_names)
         self.object_names = sorted(self.sims[0].ground_truth())
+        self._terminal: dict = {}   # env -> (joint state, objects, commands, sim time) before its auto-reset
+        self._auto = np.zeros(0, dtype=bool)
 
     @property
     def num_envs(self) -> int:
         return len(self.sims)
 
     def step(self, steps: int, command_topics: Sequence[str], command_values: Sequence[float],
-             reset_seeds: Sequence[int]) -> str:
+             reset_seeds: Sequence[int], auto_reset_seeds: Sequence[int] = (), end_episode: Sequence[bool] = (),
+             end_joints: Sequence[str] = (), end_abs_limits: Sequence[float] = ()) -> str:
         """One batched call: env i is reset with ``reset_seeds[i]`` (>= 0), or gets its slice of
-        ``command_values`` and advances ``steps`` control steps. Returns '' or why the call was
-        refused (nothing applied then) or why a reset failed."""
+        ``command_values`` and advances ``steps`` control steps. Then, as a VecEnv auto-resets, an env
+        with ``auto_reset_seeds[i] >= 0`` whose episode ended (``end_episode[i]``, or the |position|
+        of an ``end_joints`` joint beyond its ``end_abs_limits``) is reset with that seed; its terminal
+        state is kept for :meth:`state`. Returns '' or why the call was refused (nothing applied then)
+        or why a reset failed."""
         n = self.num_envs
-        if len(reset_seeds) not in (0, n):
-            return f"reset_seeds has {len(reset_seeds)} entries, expected 0 or {n} (one per env)"
+        self._terminal = {}
+        self._auto = np.zeros(n if len(auto_reset_seeds) else 0, dtype=bool)
+        for name, arr in (("reset_seeds", reset_seeds), ("auto_reset_seeds", auto_reset_seeds),
+                          ("end_episode", end_episode)):
+            if len(arr) not in (0, n):
+                return f"{name} has {len(arr)} entries, expected 0 or {n} (one per env)"
+        if len(end_joints) != len(end_abs_limits):
+            return f"end_joints has {len(end_joints)} entries but end_abs_limits {len(end_abs_limits)}"
+        if not all(np.isfinite(x) and x >= 0 for x in end_abs_limits):
+            return f"end_abs_limits must be finite and >= 0, got {list(end_abs_limits)}"
+        unknown = [j for j in end_joints if j not in self.joint_names]
+        if unknown:
+            return f"end_joints {unknown} are not joints of scene '{self.scene}' (it has: {', '.join(self.joint_names)})"
         refused, plan = "", []
         if command_topics or len(command_values):
             refused, plan = plan_request_commands(list(command_topics), len(command_values), self.channels, n)
         if refused:
             return refused
         k = sum(a for _, a in plan)
+        end_index = [self.joint_names.index(j) for j in end_joints]
+        end_limit = np.asarray(end_abs_limits, dtype=np.float64)
         failed = []
         for i, (sim, handler, stepper) in enumerate(zip(self.sims, self.handlers, self.steppers)):
             if len(reset_seeds) and reset_seeds[i] >= 0:
-                why = apply_reset(sim, self.scene, lambda: self.scene, int(reset_seeds[i]), (), lambda *a: None)
-                handler.reset()
-                stepper.reset()
-                if why:
-                    failed.append(f"env {i}: {why}")
+                failed += self._reset(i, int(reset_seeds[i]))
                 continue
             if plan:
                 apply_request_commands(handler, plan, command_values[i * k:(i + 1) * k])
             if steps > 0:
                 stepper.run(int(steps), lambda: None)
+            if len(auto_reset_seeds) and auto_reset_seeds[i] >= 0:
+                js = sim.joint_state()
+                ended = bool(len(end_episode) and end_episode[i]) or bool(
+                    end_index and np.any(np.abs(np.asarray(js.position, dtype=np.float64)[end_index]) > end_limit))
+                if ended:
+                    self._terminal[i] = (js, sim.ground_truth() if self.object_names else {}, handler.commands_received,
+                                         sim.sim_time)
+                    self._auto[i] = True
+                    failed += self._reset(i, int(auto_reset_seeds[i]))
         return "; ".join(failed)
+
+    def _reset(self, i: int, seed: int) -> List[str]:
+        why = apply_reset(self.sims[i], self.scene, lambda: self.scene, seed, (), lambda *a: None)
+        self.handlers[i].reset()
+        self.steppers[i].reset()
+        return [f"env {i}: {why}"] if why else []
 
     def state(self, with_objects: bool = True) -> BatchState:
         """Every env's state after a call; ``with_objects=False`` leaves the ground-truth objects out
-        (a third of a cart-pole call's time went into reading poses its training never used)."""
-        js = [sim.joint_state() for sim in self.sims]
+        (a third of a cart-pole call's time went into reading poses its training never used).
+        Envs the call auto-reset report their terminal state, and ``reset`` their new first state."""
         names = list(self.object_names) if with_objects else []
-        gt = [sim.ground_truth() for sim in self.sims] if names else [{} for _ in self.sims]
-        m = len(names)
-        pos = np.zeros((self.num_envs, m, 3))
-        quat = np.zeros((self.num_envs, m, 4))
+        current = self._collect(range(self.num_envs), names, self._terminal)
+        current.auto_reset = self._auto
+        if self._auto.any():
+            current.reset = self._collect(np.flatnonzero(self._auto).tolist(), names, {})
+        return current
+
+    def _collect(self, envs: Sequence[int], names: List[str], terminal: dict) -> BatchState:
+        """The state of ``envs`` (terminal states from ``terminal`` where given)."""
+        js, gt, counts, times = [], [], [], []
+        for i in envs:
+            if i in terminal:
+                j, objects, count, t = terminal[i]
+            else:
+                j, t = self.sims[i].joint_state(), self.sims[i].sim_time
+                objects = self.sims[i].ground_truth() if names else {}
+                count = self.handlers[i].commands_received
+            js.append(j)
+            gt.append(objects)
+            counts.append(count)
+            times.append(t)
+        n, m = len(js), len(names)
+        pos = np.zeros((n, m, 3))
+        quat = np.zeros((n, m, 4))
         for i, objects in enumerate(gt):
             for j, name in enumerate(names):
                 pos[i, j] = objects[name].pose.position
                 quat[i, j] = objects[name].pose.orientation
+        joints = lambda f: np.stack([getattr(x, f) for x in js]) if self.joint_names and n else np.zeros((n, 0))  # noqa: E731
         return BatchState(
-            sim_time=np.array([sim.sim_time for sim in self.sims]),
-            commands_received=[h.commands_received for h in self.handlers],
+            sim_time=np.array(times, dtype=np.float64),
+            commands_received=counts,
             joint_names=self.joint_names,
-            joint_position=np.stack([j.position for j in js]) if self.joint_names else np.zeros((self.num_envs, 0)),
-            joint_velocity=np.stack([j.velocity for j in js]) if self.joint_names else np.zeros((self.num_envs, 0)),
-            joint_effort=np.stack([j.effort for j in js]) if self.joint_names else np.zeros((self.num_envs, 0)),
+            joint_position=joints("position"), joint_velocity=joints("velocity"), joint_effort=joints("effort"),
             object_names=names, object_position=pos, object_orientation=quat)
 
     def close(self) -> None:

@@ -1,8 +1,8 @@
 """batch_bridge: N simulator instances of one scene in one process, stepped per service call.
 
 A thin adapter over :class:`rlstack_sim.batch.BatchSims`: ``~/step`` (``rlstack_interfaces/SimStepBatch``)
-carries the commands of all N envs (and per-env resets) and answers with all N states as flat
-arrays, so a vectorised training env over ROS (``rlstack_learning.ros.batch_env``) pays one round
+carries the commands of all N envs (and per-env resets, and auto-resets of envs whose episode
+ends in the call, as a VecEnv does) and answers with all N states as flat arrays, so a vectorised training env over ROS (``rlstack_learning.ros.batch_env``) pays one round
 trip per batch step. Always lockstep: nothing advances between calls, and nothing is published
 per step (diagnostics once a second). See docs/sim_bridge.md ("Batched lockstep").
 """
@@ -68,7 +68,8 @@ class BatchBridge(Node):
 
     def _on_step(self, request: SimStepBatch.Request, response: SimStepBatch.Response) -> SimStepBatch.Response:
         failed = self.sims.step(int(request.steps), list(request.command_topics), request.command_values,
-                                request.reset_seeds)
+                                request.reset_seeds, request.auto_reset_seeds, request.end_episode,
+                                list(request.end_joints), request.end_abs_limits)
         self.calls.tick()
         n_stepped = self.sims.num_envs - sum(1 for s in request.reset_seeds if s >= 0)
         self.steps.tick(int(request.steps) * n_stepped)
@@ -83,6 +84,13 @@ class BatchBridge(Node):
         response.object_names = s.object_names
         response.object_position = s.object_position.ravel()
         response.object_orientation = s.object_orientation.ravel()
+        response.auto_reset = s.auto_reset.tolist()
+        if s.reset is not None:
+            response.reset_joint_position = s.reset.joint_position.ravel()
+            response.reset_joint_velocity = s.reset.joint_velocity.ravel()
+            response.reset_joint_effort = s.reset.joint_effort.ravel()
+            response.reset_object_position = s.reset.object_position.ravel()
+            response.reset_object_orientation = s.reset.object_orientation.ravel()
         return response
 
     def _publish_diagnostics(self) -> None:
@@ -96,6 +104,10 @@ class BatchBridge(Node):
                                   message=f"lockstep, {self.sims.num_envs} envs", hardware_id=f"sim:{self.scene}",
                                   values=[KeyValue(key=k, value=v) for k, v in values.items()])
         self.diag_pub.publish(DiagnosticArray(status=[status]))
+
+    def use_fast_lane(self) -> bool:
+        """Always lockstep: ``~/step`` and the parameter services spin on ``rlstack_common.fast_lane``."""
+        return True
 
     def destroy_node(self) -> None:
         self.sims.close()

@@ -389,6 +389,11 @@ class SimBridge(Node):
         response.success = True
         return response
 
+    def use_fast_lane(self) -> bool:
+        """Lockstep: spin the step/reset calls and the command topics on the fast lane
+        (``rlstack_common.fast_lane``); realtime and fast mode keep the executor (timers drive them)."""
+        return self.mode == "lockstep"
+
     def destroy_node(self) -> None:
         try:
             self.sim.close()

@@ -99,3 +99,59 @@ def test_ball_plate_batch_reports_object_positions():
         assert s.joint_position.shape == (2, len(s.joint_names))
     finally:
         b.close()
+
+
+def test_auto_reset_resets_an_env_whose_episode_ended_and_reports_both_states():
+    """An env crossing an end limit (or told its episode ends) is reset in the same call with its
+    auto-reset seed: the call reports its terminal state (commands counted before the reset) and
+    the new episode's first state, which equals a plain reset with that seed. Others go on."""
+    from sim_bridges.robots.cartpole import CART_JOINT, POLE_JOINT
+
+    b, ref = batch(n=3), batch(n=1)
+    try:
+        assert b.step(0, [], [], [1, 2, 3]) == ""
+        pole = b.joint_names.index(POLE_JOINT)
+        limits = [2.4, 0.2]
+        for k in range(200):  # push env 0 hard until its pole falls past 0.2 rad
+            before = b.state()
+            err = b.step(1, ["cartpole/force"], [10.0, 0.0, 0.0], [], auto_reset_seeds=[77, 78, -1],
+                         end_joints=[CART_JOINT, POLE_JOINT], end_abs_limits=limits)
+            assert err == ""
+            s = b.state()
+            if s.auto_reset.any():
+                break
+        else:
+            pytest.fail("env 0's pole never passed the limit")
+        assert s.auto_reset.tolist() == [True, False, False]
+        assert abs(s.joint_position[0, pole]) > 0.2 and s.commands_received[0] == k + 1
+        assert s.sim_time[0] == pytest.approx(before.sim_time[0] + 1 / 60.0)
+        assert ref.step(0, [], [], [77]) == ""
+        fresh = ref.state()
+        assert s.reset.joint_position.shape == (1, len(b.joint_names))
+        assert np.array_equal(s.reset.joint_position[0], fresh.joint_position[0])
+        assert np.array_equal(s.reset.joint_velocity[0], fresh.joint_velocity[0])
+        assert b.step(0, [], [], []) == ""   # report only: env 0 now holds the new episode
+        after = b.state()
+        assert after.sim_time[0] == 0.0 and after.commands_received[0] == 0 and not after.auto_reset.any()
+        assert np.array_equal(after.joint_position[0], fresh.joint_position[0])
+        # the client's time limit: end_episode resets whatever the joints say; -1 never resets
+        assert b.step(1, [], [], [], auto_reset_seeds=[-1, 5, 6], end_episode=[True, True, False]) == ""
+        s = b.state()
+        assert s.auto_reset.tolist() == [False, True, False] and s.reset.joint_position.shape[0] == 1
+        # no auto-reset asked: empty mask, no reset state
+        assert b.step(1, [], [], []) == "" and b.state().auto_reset.size == 0 and b.state().reset is None
+    finally:
+        b.close()
+        ref.close()
+
+
+def test_bad_auto_reset_requests_are_refused():
+    b = batch(n=2)
+    try:
+        assert "auto_reset_seeds has 1 entries" in b.step(1, [], [], [], auto_reset_seeds=[1])
+        assert "end_episode has 3 entries" in b.step(1, [], [], [], auto_reset_seeds=[1, 2], end_episode=[1, 0, 1])
+        assert "not joints of scene" in b.step(1, [], [], [], [1, 2], (), ["no_joint"], [1.0])
+        assert "end_abs_limits" in b.step(1, [], [], [], [1, 2], (), [b.joint_names[0]], [])
+        assert "finite" in b.step(1, [], [], [], [1, 2], (), [b.joint_names[0]], [float("nan")])
+    finally:
+        b.close()

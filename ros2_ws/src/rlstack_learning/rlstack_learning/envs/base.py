@@ -54,6 +54,10 @@ class SimTaskEnv(gym.Env):
     discrete: bool = False
     default_randomization = DomainRandomization()
     io_notes: Sequence[str] = ()
+    #: joint name -> limit: the episode terminates exactly when some |joint position| > its limit.
+    #: Set only when that *is* :meth:`_reward_terminated`'s whole rule (cart-pole); a batch bridge then
+    #: ends and resets such episodes within the step call (no second round trip).
+    end_joint_limits: Dict[str, float] = {}
 
     def __init__(self, render_mode: Optional[str] = None, randomize: Any = False,
                  backend: str = "pybullet", physics_rate_hz: float = 240.0) -> None:

@@ -54,6 +54,9 @@ class CartPoleEnv(SimTaskEnv):
     )
     default_randomization = DomainRandomization(
         mass_scale=(0.8, 1.2), friction_scale=(0.8, 1.2), action_delay_steps=(0, 1), obs_noise_scale=1.0)
+    #: the termination rule of :meth:`_reward_terminated` as joint limits (|position| > limit), so a
+    #: batch bridge can end and reset an episode in the step call itself (``BatchLockstepVecEnv``)
+    end_joint_limits = {CART_JOINT: X_LIMIT, POLE_JOINT: THETA_LIMIT}
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)

@@ -5,9 +5,13 @@ The batch bridge (``rlstack_sim.batch_bridge``) holds N simulator instances in o
 semantics: :meth:`ActWriter.request_values`, applied by the bridge through the same validation
 as the command topics) and reads all N observations from the reply: joint states and the
 ground-truth object positions, turned into observation terms by the same
-:class:`~rlstack_learning.ros.io.ObsReader` a topic-fed env uses. Envs that ended are reset in a
-second call (only on steps where an episode ended), and their reset observation is returned
-with ``info["terminal_observation"]`` set, as SB3's ``DummyVecEnv`` does.
+:class:`~rlstack_learning.ros.io.ObsReader` a topic-fed env uses. An env whose episode ends is
+reset within the same call when the bridge can tell that it ended: the time limit (the client
+says which envs reach it) and, for tasks whose termination is a joint-limit rule
+(``end_joint_limits``: cart-pole), the limits themselves; the reply carries the terminal state
+and the new episode's first state. Other endings (ball-on-plate's ball leaving the plate) are
+reset in a second call. The reset observation is returned with ``info["terminal_observation"]``
+set, as SB3's ``DummyVecEnv`` does.
 
 Seeding matches ``DummyVecEnv`` of the in-process env: after ``seed(s)`` the first reset of env
 i plays episode ``s + i``, and later episodes draw their seeds from each env's own generator
@@ -51,6 +55,10 @@ class BatchLockstepVecEnv(VecEnv):
             self.executor.add_node(node)
         self._SimStepBatch = SimStepBatch
         self.round_trips = 0
+        self.auto_resets = 0        # episodes the bridge ended and reset inside a step call
+        self.reset_calls = 0        # second calls for episodes it could not end itself
+        self._end_joints = list(cls.end_joint_limits)
+        self._end_limits = [float(cls.end_joint_limits[j]) for j in self._end_joints]
         self._cli = node.create_client(SimStepBatch, f"{bridge}/step", qos_profile=qos_profile_system_default)
         self._spin_until(self._cli.service_is_ready, discovery_timeout_s,
                          f"the batch bridge's step service {bridge}/step (is a batch_bridge running?)")
@@ -80,6 +88,7 @@ class BatchLockstepVecEnv(VecEnv):
                      else gym.spaces.Box(-1.0, 1.0, shape=(len(cls.act_terms),), dtype=np.float32))
         super().__init__(n, obs_space, act_space)
         self._rngs: List[Optional[np.random.Generator]] = [None] * n
+        self._next_seed: List[Optional[int]] = [None] * n   # drawn ahead for an auto-reset, not yet used
         self.episode_seeds: List[Optional[int]] = [None] * n
         self.steps = np.zeros(n, dtype=np.int64)
         self.published = np.zeros(n, dtype=np.int64)
@@ -90,8 +99,14 @@ class BatchLockstepVecEnv(VecEnv):
     def _spin_until(self, predicate, timeout: float, what: str) -> None:
         spin_until(self.executor, self.should_stop, predicate, timeout, what)
 
-    def _call(self, steps: int, values: Sequence[float] = (), reset_seeds: Sequence[int] = ()):
+    def _call(self, steps: int, values: Sequence[float] = (), reset_seeds: Sequence[int] = (),
+              auto_reset_seeds: Sequence[int] = (), end_episode: Sequence[bool] = ()):
         req = self._SimStepBatch.Request(steps=steps, reset_seeds=[int(s) for s in reset_seeds])
+        if len(auto_reset_seeds):
+            req.auto_reset_seeds = [int(s) for s in auto_reset_seeds]
+            req.end_episode = [bool(e) for e in end_episode]
+            req.end_joints = self._end_joints
+            req.end_abs_limits = self._end_limits
         if len(values):
             req.command_topics = self._topics
             req.command_values = np.asarray(values, dtype=np.float64).ravel()
@@ -105,8 +120,10 @@ class BatchLockstepVecEnv(VecEnv):
             raise LockstepError(f"batch bridge refused the call: {r.message}")
         return r
 
-    def _raw(self, r, i: int) -> np.ndarray:
-        """Env i's raw observation from a response (the ObsReader's message views)."""
+    def _raw(self, r, i: int, env: Optional[int] = None) -> np.ndarray:
+        """Row ``i``'s raw observation from a response (the ObsReader's message views), read by env
+        ``env`` (default ``i``; the rows of a response's auto-reset states are a subset of the envs)."""
+        env = i if env is None else env
         nj, no = len(r.joint_names), len(r.object_names)
         msgs = {}
         names = {}
@@ -121,23 +138,25 @@ class BatchLockstepVecEnv(VecEnv):
                                            for p in pos.tolist()])
             for t in self._pose_topics:
                 msgs[t], names[t] = poses, list(r.object_names)
-        raw = self.readers[i].read(msgs, names)
+        raw = self.readers[env].read(msgs, names)
         if names:
-            self.tasks[i]._z = self.readers[i].pose_z(msgs, names)  # ball-on-plate's "fell through" check
+            self.tasks[env]._z = self.readers[env].pose_z(msgs, names)  # ball-on-plate's "fell through" check
         return raw
 
-    def _raw_all(self, r) -> np.ndarray:
-        """Every env's raw observation (N x terms) from a response; joint-only tasks in one go."""
+    def _raw_all(self, r, envs: Optional[Sequence[int]] = None) -> np.ndarray:
+        """The raw observations (rows x terms) of a response whose rows are ``envs`` (default: every
+        env); joint-only tasks in one go."""
+        envs = range(self.num_envs) if envs is None else envs
         if not self._joint_only:
-            return np.stack([self._raw(r, i) for i in range(self.num_envs)])
+            return np.stack([self._raw(r, row, env) for row, env in enumerate(envs)])
         names = tuple(r.joint_names)
         if self._columns is None or self._columns[0] != names:
             index = {n: j for j, n in enumerate(names)}
             self._columns = (names, [(t.field, [index[k] for k in t.keys]) for t in self.readers[0].terms])
         nj = len(names)
-        arrays = {f: np.asarray(getattr(r, f"joint_{f}"), dtype=np.float64).reshape(self.num_envs, nj)
+        arrays = {f: np.asarray(getattr(r, f"joint_{f}"), dtype=np.float64).reshape(len(envs), nj)
                   for f in {field for field, _ in self._columns[1]}}
-        raw = np.empty((self.num_envs, len(self._columns[1])))
+        raw = np.empty((len(envs), len(self._columns[1])))
         for k, (field, cols) in enumerate(self._columns[1]):
             raw[:, k] = arrays[field][:, cols[0]] if len(cols) == 1 else arrays[field][:, cols].sum(axis=1)
         return raw
@@ -150,10 +169,19 @@ class BatchLockstepVecEnv(VecEnv):
         generator and is the episode seed; otherwise the next episode seed is drawn from it."""
         if seed is not None:
             self._rngs[i], _ = seeding.np_random(int(seed))
+            self._next_seed[i] = None
             return int(seed)
-        if self._rngs[i] is None:
-            self._rngs[i], _ = seeding.np_random()
-        return int(self._rngs[i].integers(0, TRAIN_SEED_LIMIT))
+        drawn, self._next_seed[i] = self._peek_seed(i), None
+        return drawn
+
+    def _peek_seed(self, i: int) -> int:
+        """Env i's next episode seed, drawn once and kept until an episode uses it: the generator
+        serves nothing else, so drawing it ahead (for an auto-reset) keeps the sequence unchanged."""
+        if self._next_seed[i] is None:
+            if self._rngs[i] is None:
+                self._rngs[i], _ = seeding.np_random()
+            self._next_seed[i] = int(self._rngs[i].integers(0, TRAIN_SEED_LIMIT))
+        return self._next_seed[i]
 
     def _reset_envs(self, which: Sequence[int], seeds: Sequence[Optional[int]]):
         reset_seeds = [-1] * self.num_envs
@@ -188,7 +216,9 @@ class BatchLockstepVecEnv(VecEnv):
             raise LockstepInterrupted("stopped before a batch step")
         commands = [task.action_to_command(a) for task, a in zip(self.tasks, self._actions)]
         values = [self.writer.request_values(c) for c in commands]
-        r = self._call(1, np.asarray(values, dtype=np.float64))
+        auto_seeds = [self._peek_seed(i) for i in range(self.num_envs)]
+        time_up = (self.steps + 1 >= self.task_cls.max_episode_steps).tolist()
+        r = self._call(1, np.asarray(values, dtype=np.float64), auto_reset_seeds=auto_seeds, end_episode=time_up)
         self.published += len(self._topics)
         got = np.asarray(r.commands_received, dtype=np.int64)
         if np.any(got != self.published):
@@ -211,12 +241,38 @@ class BatchLockstepVecEnv(VecEnv):
                 ended.append(i)
             info["TimeLimit.truncated"] = bool(truncated)
             rewards[i], dones[i], infos[i] = reward, terminated or truncated, info
-        if ended:  # auto-reset, as DummyVecEnv: the returned observation is the next episode's first
-            fresh = self._reset_envs(ended, [None] * len(ended))
-            for i in ended:
-                infos[i]["terminal_observation"] = obs[i].copy()
-                obs[i] = fresh[i]
+        auto = np.asarray(r.auto_reset, dtype=bool) if len(r.auto_reset) else np.zeros(self.num_envs, dtype=bool)
+        wrong = sorted(set(np.flatnonzero(auto).tolist()) - set(ended))
+        if wrong:
+            raise LockstepError(f"the batch bridge ended env {wrong[0]}'s episode but {self.task_cls.env_id} did not "
+                                f"terminate it (end_joint_limits {self.task_cls.end_joint_limits} must be exactly "
+                                "its termination rule)")
+        fresh = self._auto_reset_envs(r, np.flatnonzero(auto).tolist()) if auto.any() else {}
+        second = [i for i in ended if not auto[i]]
+        if second:  # endings the bridge could not see: reset in a second call
+            self.reset_calls += 1
+            fresh.update(self._reset_envs(second, [None] * len(second)))
+        for i in ended:  # as DummyVecEnv: the returned observation is the next episode's first
+            infos[i]["terminal_observation"] = obs[i].copy()
+            obs[i] = fresh[i]
         return obs, rewards, dones, infos
+
+    def _auto_reset_envs(self, r, which: List[int]) -> dict:
+        """Book-keeping for the envs the bridge reset inside the step call; their first observations
+        from the reply's ``reset_*`` rows."""
+        for i in which:
+            self.episode_seeds[i] = self._episode_seed(i, None)   # the seed sent as its auto_reset_seed
+            self.tasks[i].sim_free_episode_start()
+            self.readers[i].reset()
+            self.steps[i] = 0
+            self.published[i] = 0
+            self.reset_infos[i] = {"episode_seed": self.episode_seeds[i], "randomization": {}}
+        view = SimpleNamespace(joint_names=r.joint_names, object_names=r.object_names,
+                               joint_position=r.reset_joint_position, joint_velocity=r.reset_joint_velocity,
+                               joint_effort=r.reset_joint_effort, object_position=r.reset_object_position)
+        raws = self._raw_all(view, which)
+        self.auto_resets += len(which)
+        return {i: self._observe(raws[row]) for row, i in enumerate(which)}
 
     def close(self) -> None:
         if self._cli is not None:

@@ -1,0 +1,128 @@
+"""A faster spin loop for request/response servers: lockstep sim bridges.
+
+Why: the wait-set ``SingleThreadedExecutor`` of rclpy 9.1.2 rebuilds its wait set in Python on
+every turn (it filters every entity of the node, enters each handle, makes a timeout ``Timer``,
+wraps each callback in a ``Task`` around a coroutine). A lockstep bridge does one turn or more
+per simulator step, and in the profile of 2026-11-25 that rebuild was ~30 % of the bridge's
+time (docs/sim_bridge.md). The EventsExecutor is faster but lost events for good under CPU
+overload (``node_main``), so it is not an option for a bridge a training run depends on.
+
+:class:`FastLane` keeps the part of a turn that matters: one wait on the node's services and
+subscriptions (the step and reset calls, the command topics, the parameter services), then
+each ready one is taken and its callback run directly, subscriptions first (the executor's
+order: a command published before a step call is applied before the step). Timers, guard
+conditions, QoS event waitables and clients still go through the executor: the spin loop
+gives it a turn every ``executor_turn_s``. A wait set asks the middleware what is ready, as the
+executor does, so no event can be lost. Taking an entity that the executor (or this lane)
+already took returns nothing, so both may look at the same entity.
+
+Uses rclpy's ``_rclpy`` wait set and the handles' take calls (what the executor itself calls;
+rclpy is pinned). :func:`FastLane.available` says whether this rclpy has them; the spin loop
+falls back to the executor if not.
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from typing import Callable, List, Optional, Tuple
+
+from rclpy.node import Node
+
+
+class FastLane:
+    """Wait on ``node``'s services and subscriptions in a wait set of their own; run what is ready."""
+
+    def __init__(self, node: Node) -> None:
+        from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+
+        self._rclpy = _rclpy
+        self.node = node
+        self._key: Optional[Tuple[int, ...]] = None
+        self._subs: List = []
+        self._srvs: List = []
+        self._wait_set = None
+
+    @staticmethod
+    def available() -> bool:
+        try:
+            from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+        except ImportError:
+            return False
+        return all(hasattr(_rclpy.WaitSet, m) for m in ("clear_entities", "add_subscription", "add_service",
+                                                         "wait", "get_ready_entities"))
+
+    def _refresh(self) -> None:
+        """Rebuild the entity lists when the node's subscriptions or services changed (a scene
+        reload replaces the command subscriptions)."""
+        subs, srvs = list(self.node.subscriptions), list(self.node.services)
+        key = tuple(id(e) for e in subs) + (-1,) + tuple(id(e) for e in srvs)
+        if key != self._key:
+            self._key, self._subs, self._srvs = key, subs, srvs
+            self._wait_set = self._rclpy.WaitSet(len(subs), 0, 0, 0, len(srvs), 0, self.node.context.handle)
+
+    def turn(self, timeout_s: float) -> int:
+        """Wait up to ``timeout_s`` for a request or message, then run every ready callback once.
+        Returns how many ran."""
+        self._refresh()
+        ws = self._wait_set
+        with ExitStack() as stack:
+            stack.enter_context(self.node.context.handle)
+            ws.clear_entities()
+            for sub in self._subs:
+                stack.enter_context(sub.handle)
+                ws.add_subscription(sub.handle)
+            for srv in self._srvs:
+                stack.enter_context(srv.handle)
+                ws.add_service(srv.handle)
+            ws.wait(max(0, int(timeout_s * 1e9)))
+            subs_ready = ws.get_ready_entities("subscription")
+            srvs_ready = ws.get_ready_entities("service")
+        ran = 0
+        for sub in self._subs:
+            if sub.handle.pointer in subs_ready:
+                ran += _run_subscription(sub)
+        for srv in self._srvs:
+            if srv.handle.pointer in srvs_ready:
+                ran += _run_service(srv)
+        return ran
+
+
+def _run_subscription(sub) -> int:
+    with sub.handle:
+        taken = sub.handle.take_message(sub.msg_type, sub.raw)
+    if taken is None:   # the executor took it first
+        return 0
+    if sub._callback_type is sub.CallbackType.MessageOnly:
+        sub.callback(taken[0])
+    else:
+        sub.callback(*taken)
+    return 1
+
+
+def _run_service(srv) -> int:
+    with srv.handle:
+        request, header = srv.handle.service_take_request(srv.srv_type.Request)
+    if header is None:
+        return 0
+    response = srv.callback(request, srv.srv_type.Response())
+    srv.send_response(response, header)
+    return 1
+
+
+def spin_with_fast_lane(node: Node, executor, keep_going: Callable[[], bool], poll_s: float,
+                        executor_turn_s: float = 0.05, clock: Callable[[], float] = None) -> None:
+    """Spin ``node`` until ``keep_going()`` is false: the fast lane between executor turns
+    (timers and the rest) at least every ``executor_turn_s``."""
+    import time
+
+    clock = clock or time.monotonic
+    lane = FastLane(node)
+    node.get_logger().info("spinning services and subscriptions on the fast lane (rlstack_common.fast_lane; "
+                           "RLSTACK_FAST_LANE=0: the executor alone)")
+    next_executor_turn = clock()
+    while keep_going():
+        now = clock()
+        if now >= next_executor_turn:
+            executor.spin_once(timeout_sec=0)
+            next_executor_turn = now + executor_turn_s
+        lane.turn(min(poll_s, max(0.0, next_executor_turn - clock())))
