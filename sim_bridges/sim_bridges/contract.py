@@ -219,7 +219,9 @@ class ObjectState:
     :param shape: ``'box'``, ``'sphere'``, ``'cylinder'`` or a robot-specific name
     :param color_name: e.g. ``'red'``
     :param size: full extents (x, y, z) in metres (sphere: diameter x3;
-        cylinder: diameter, diameter, height)
+        cylinder: diameter, diameter, height; a mesh: its bounding box, centred on the pose)
+    :param kind: what people call it ("cube", "duck", ...; the scene's ``ObjectSpec.kind``);
+        default: the primitive's everyday name (box: cube, sphere: ball), else the shape
     """
 
     name: str
@@ -228,6 +230,11 @@ class ObjectState:
     shape: str
     color_name: str
     size: Tuple[float, float, float]
+    kind: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.kind:
+            object.__setattr__(self, "kind", {"box": "cube", "sphere": "ball"}.get(self.shape, self.shape))
 
 
 @dataclass(frozen=True)

@@ -401,7 +401,7 @@ class IsaacSimBackend(SimBackend):
             out[name] = ObjectState(name, Pose(np.asarray(position, dtype=np.float64), quat_wxyz_to_xyzw(q_wxyz)),
                                     Twist(np.asarray(prim.get_linear_velocity(), dtype=np.float64),
                                           np.asarray(prim.get_angular_velocity(), dtype=np.float64)),
-                                    obj.shape, obj.color_name, tuple(obj.size))
+                                    obj.shape, obj.color_name, tuple(obj.size), obj.kind)
         return out
 
     def set_object_pose(self, name: str, pose: Pose) -> None:

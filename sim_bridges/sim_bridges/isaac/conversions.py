@@ -176,6 +176,10 @@ def object_prim_args(obj: "ObjectSpec", prim_path: str) -> Tuple[str, Dict[str, 
     full extents in the spec; ``DynamicCuboid`` takes ``size=1`` scaled by ``scale`` = the extents,
     spheres and cylinders a radius (and a height). Orientation is w-x-y-z; colour RGB in 0..1.
     """
+    if obj.shape not in ("box", "sphere", "cylinder"):
+        raise ValueError(f"object '{obj.name}' ({obj.kind}, shape '{obj.shape}'): the Isaac Sim backend builds "
+                         "primitives only (mesh objects would come in through USD: not written, as nothing of "
+                         "Isaac Sim runs here); use backend 'pybullet' or 'mujoco' for scenes with mesh objects")
     kind = {"box": "Cuboid", "sphere": "Sphere", "cylinder": "Cylinder"}[obj.shape]
     static = obj.mass <= 0
     sx, sy, sz = (float(v) for v in obj.size)

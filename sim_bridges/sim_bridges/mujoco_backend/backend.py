@@ -52,6 +52,7 @@ from ..contract import (  # noqa: E402
 from ..geometry import diff_drive_wheel_speeds, matrix_to_quat, quat_multiply, quat_to_matrix  # noqa: E402
 from ..robots.spec import CameraSpec, RobotSpec  # noqa: E402
 from ..scenes import make_scene, scene_names  # noqa: E402
+from ..scenes.kinds import single_object_obj  # noqa: E402
 from ..scenes.meshes import mesh_placement  # noqa: E402
 from ..scenes.spec import ObjectSpec, SceneSpec  # noqa: E402
 
@@ -526,8 +527,8 @@ class MuJoCoBackend(SimBackend):
         scale = [obj.mesh.scale] * 3
         quat = _wxyz(place.orientation)
         visual_name, collision_name = f"{obj.name}_visual", f"{obj.name}_collision"
-        ms.add_mesh(name=visual_name, file=obj.mesh.path, scale=scale)
-        ms.add_mesh(name=collision_name, file=obj.mesh.collision_file, scale=scale)
+        ms.add_mesh(name=visual_name, file=single_object_obj(obj.mesh.path), scale=scale)
+        ms.add_mesh(name=collision_name, file=single_object_obj(obj.mesh.collision_file), scale=scale)
         body.add_geom(name=visual_name, type=mujoco.mjtGeom.mjGEOM_MESH, meshname=visual_name,
                       pos=list(place.offset), quat=quat, rgba=list(obj.rgba), contype=0, conaffinity=0,
                       group=1, density=0.0)
@@ -822,7 +823,7 @@ class MuJoCoBackend(SimBackend):
             # free joint: linear velocity in world, angular velocity in the body frame
             s = obj.spec
             out[name] = ObjectState(name, Pose(q[:3], _xyzw(q[3:7])), Twist(qv[:3], r @ qv[3:6]),
-                                    s.shape, s.color_name, tuple(s.size))
+                                    s.shape, s.color_name, tuple(s.size), s.kind)
         for robot, _, links in self._robots:
             for name, (link, shape, color, size) in robot.link_objects.items():
                 b = links[link]

@@ -245,6 +245,8 @@ class PyBulletBackend(SimBackend):
                     p.GEOM_CYLINDER, radius=sx / 2, length=sz, rgbaColor=obj.rgba, physicsClientId=cid
                 )
             body = p.createMultiBody(obj.mass, col, vis, pos, orn, physicsClientId=cid)
+            if obj.shape == "mesh":  # the object's colour, not the file's texture (as MuJoCo draws it)
+                p.changeVisualShape(body, -1, textureUniqueId=-1, rgbaColor=obj.rgba, physicsClientId=cid)
             p.changeDynamics(
                 body,
                 -1,
@@ -639,7 +641,8 @@ class PyBulletBackend(SimBackend):
                 pos, orn = p.multiplyTransforms(pos, orn, *obj.com_to_link)
             lin, ang = p.getBaseVelocity(obj.body, physicsClientId=cid)
             s = obj.spec
-            out[name] = ObjectState(name, Pose(pos, orn), Twist(lin, ang), s.shape, s.color_name, tuple(s.size))
+            out[name] = ObjectState(name, Pose(pos, orn), Twist(lin, ang), s.shape, s.color_name, tuple(s.size),
+                                    s.kind)
         for robot in self._robots:
             for name, (link, shape, color, size) in robot.spec.link_objects.items():
                 st = p.getLinkState(

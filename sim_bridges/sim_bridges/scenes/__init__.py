@@ -18,6 +18,7 @@ SCENES: Dict[str, Callable[..., SceneSpec]] = {
     "ball_plate": make_ball_plate_scene,
     "panda_table": make_panda_table_scene,
     "home": make_home_scene,
+    "home_kinds": lambda **options: make_home_scene(**{"kinds": "all", **options}),
     "mobile_table": make_mobile_table_scene,
 }
 

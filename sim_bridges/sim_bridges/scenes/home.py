@@ -1,4 +1,10 @@
-"""``home``: an 8 x 6 m room with furniture, household objects and the mobile manipulator."""
+"""``home``: an 8 x 6 m room with furniture, household objects and the mobile manipulator.
+
+``home`` holds 12 objects: a cube, a ball and a cylinder in each of four colours. ``home_kinds``
+(``make_home_scene(kinds="all")``) holds the same 12, placed exactly as in ``home`` for the same
+seed, and one object of every other kind of :mod:`sim_bridges.scenes.kinds` (a duck, a mug, a
+teddy, a bowl, ...: 31 objects in all), placed after them on the tables and the floor.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +17,7 @@ from ..contract import Pose
 from ..geometry import quat_from_rpy
 from ..robots.mobile_manipulator import mobile_manipulator
 from ..robots.spec import DiffDriveParams
+from .kinds import BASIC_KINDS, KINDS
 from .spec import ObjectSpec, SceneSpec, box_footprint, sample_separated_xy
 
 ROOM_X = 8.0
@@ -103,7 +110,47 @@ def _table_regions() -> Tuple[Tuple[float, float, float, float], ...]:
     return tuple(regions)
 
 
-def _make_sampler(objects: Tuple[ObjectSpec, ...]):
+def _other_kind_objects(colour_index: int) -> Tuple[ObjectSpec, ...]:
+    """One object of every kind beyond the basic three, in its colour ``colour_index`` (mod its colours)."""
+    objs = []
+    for kind in KINDS.values():
+        if kind.name in BASIC_KINDS:
+            continue
+        color = kind.colours[colour_index % len(kind.colours)]
+        size = kind.extents
+        objs.append(ObjectSpec(
+            name=f"{color}_{kind.name}", shape=kind.shape, size=size, color_name=color, mass=kind.mass,
+            pose=Pose([-3.5, -2.6 + 0.2 * len(objs), size[2] / 2]), mesh=kind.mesh, kind=kind.name,
+            lateral_friction=0.8, rolling_friction=0.001 if kind.rolls else 0.0,
+            spinning_friction=0.001 if kind.rolls else 0.0))
+    return tuple(objs)
+
+
+def _place_more(rng: np.random.Generator, objects: Tuple[ObjectSpec, ...], placed: list, regions, n_tables: int):
+    """Poses for ``objects`` after ``placed`` [(x, y, radius)]: each inside a region shrunk by its own
+    half-size (so nothing overhangs a table edge), clear of the others by 6 cm."""
+    poses = {}
+    for obj in objects:
+        radius = 0.5 * float(np.hypot(obj.size[0], obj.size[1]))
+        for _ in range(2000):
+            region = int(rng.integers(len(regions)))
+            x0, x1, y0, y1 = regions[region]
+            m = max(0.0, radius - (_TABLE_MARGIN if region < n_tables else 0.0))
+            if x1 - x0 <= 2 * m or y1 - y0 <= 2 * m:
+                continue
+            x, y = float(rng.uniform(x0 + m, x1 - m)), float(rng.uniform(y0 + m, y1 - m))
+            if all(np.hypot(x - px, y - py) >= radius + pr + 0.06 for px, py, pr in placed):
+                break
+        else:
+            raise RuntimeError(f"could not place '{obj.name}' clear of the other objects")
+        placed.append((x, y, radius))
+        floor_z = TABLE_SIZE[2] if region < n_tables else 0.0
+        poses[obj.name] = Pose([x, y, floor_z + obj.size[2] / 2 + 0.001],
+                               quat_from_rpy(0.0, 0.0, float(rng.uniform(-np.pi, np.pi))))
+    return poses
+
+
+def _make_sampler(objects: Tuple[ObjectSpec, ...], more: Tuple[ObjectSpec, ...] = ()):
     regions = _table_regions() + _FLOOR_REGIONS
     n_tables = len(_table_regions())
 
@@ -114,6 +161,9 @@ def _make_sampler(objects: Tuple[ObjectSpec, ...]):
         for obj, (x, y, region), yaw in zip(objects, points, yaws):
             floor_z = TABLE_SIZE[2] if region < n_tables else 0.0
             poses[obj.name] = Pose([x, y, floor_z + obj.size[2] / 2], quat_from_rpy(0.0, 0.0, yaw))
+        if more:   # the basic objects' draws come first, so they land where they do in plain `home`
+            placed = [(x, y, 0.5 * float(np.hypot(o.size[0], o.size[1]))) for o, (x, y, _) in zip(objects, points)]
+            poses.update(_place_more(rng, more, placed, regions, n_tables))
         return poses
 
     return sample
@@ -124,6 +174,8 @@ def make_home_scene(
     track_width: float = 0.42,
     robot_pose: Optional[Pose] = None,
     arm_visual: str = "low_poly",
+    kinds: str = "basic",
+    kind_colour: int = 0,
 ) -> SceneSpec:
     """The home scene.
 
@@ -132,16 +184,23 @@ def make_home_scene(
     :param robot_pose: start pose of ``base_link`` (default: room centre facing +x)
     :param arm_visual: "low_poly" (default: the arm's collision meshes, so the head
         camera renders fast enough for 20 Hz in real time) or "detailed"
+    :param kinds: "basic" (12 objects: cube, ball, cylinder x 4 colours) or "all" (also one object of
+        every other kind in ``scenes.kinds``; the scene ``home_kinds``)
+    :param kind_colour: which of its colours each other kind takes (index, modulo its colours; renders
+        for training perception vary it)
     """
+    if kinds not in ("basic", "all"):
+        raise ValueError(f"kinds must be 'basic' or 'all', got {kinds!r}")
     params = DiffDriveParams(wheel_radius=wheel_radius, track_width=track_width)
     static = _walls() + _furniture()
     objects = _objects()
+    more = _other_kind_objects(kind_colour) if kinds == "all" else ()
     robot = mobile_manipulator(params, robot_pose or Pose([0.0, 0.0, wheel_radius]), arm_visual=arm_visual)
     return SceneSpec(
-        name="home",
+        name="home" if kinds == "basic" else "home_kinds",
         robots=(robot,),
-        objects=objects,
+        objects=objects + more,
         static=static,
         occupancy=tuple(box_footprint(s) for s in static),
-        sample_object_poses=_make_sampler(objects),
+        sample_object_poses=_make_sampler(objects, more),
     )
