@@ -3,7 +3,7 @@
 The first three kinds (cube, ball, cylinder) are primitives; the others are built from meshes
 that ship with ``pybullet_data`` (a duck, a teddy, a mug, a toy brick, a ring, a bunny, a tray)
 or from meshes generated here (lathe shapes such as a cone, a bowl, a bottle; a pyramid, a wedge,
-a star), and a few more primitives of everyday proportions (a plate, a book, a stick). Every
+a star), and a few more primitives of everyday proportions (a plate, a book). Every
 engine builds a mesh object the same way (``scenes.meshes``: the bounding box centred on the
 object's origin), and perception names objects by their ``kind``.
 
@@ -157,7 +157,6 @@ def _catalogue() -> Dict[str, Kind]:
         # primitives of everyday proportions
         Kind("plate", "cylinder", (0.14, 0.14, 0.02), 0.15, colours=("blue", "yellow")),
         Kind("book", "box", (0.15, 0.11, 0.03), 0.2, colours=("red", "green")),
-        Kind("stick", "box", (0.18, 0.025, 0.025), 0.05, colours=("yellow", "green")),
         # meshes from pybullet_data
         Kind("duck", "mesh", mass=0.1, colours=("yellow", "blue"), mesh=MeshSpec(
             d("duck.obj"), scale=0.06, rpy=(math.pi / 2, 0.0, 0.0), collision_path=d("duck_vhacd.obj"))),
