@@ -23,8 +23,16 @@ WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 DEFAULT_EMBEDDER = WEIGHTS_DIR / "crop_embedder.onnx"
 CROP = 32
 COLOURS = ("red", "green", "blue", "yellow")
+#: the kinds of objects the stack started with (``home``; the lift grasps these)
 SHAPES = ("cube", "ball", "cylinder")
+#: every kind of object perception can name: the three above, then the everyday kinds of the scene
+#: ``home_kinds`` (``sim_bridges.scenes.kinds``, same names; ``test_vocabulary`` checks they agree)
+KINDS = SHAPES + ("plate", "book", "duck", "teddy", "mug", "lego", "ring", "bunny", "tray", "cone", "pyramid",
+                  "wedge", "star", "bowl", "bottle", "egg", "bucket", "vase")
+#: the labels of ``home``: colour x the three basic kinds
 LABELS = tuple(f"{c} {s}" for c in COLOURS for s in SHAPES)
+#: every label: colour x every kind (an embedder's card says which labels it was trained on)
+ALL_LABELS = tuple(f"{c} {k}" for c in COLOURS for k in KINDS)
 #: wordings used to build each label's text prototype (training targets); query wordings such
 #: as "block", "sphere", "where is ...?" are never used in training.
 PROTOTYPE_TEMPLATES = ("{l}", "a {l}", "the {l}", "a photo of a {l}", "a {l} object", "the {l} over there",
@@ -96,6 +104,8 @@ class OnnxCropEmbedder:
         self.dim = int(self.session.get_outputs()[0].shape[-1])
         meta = self.path.with_suffix(".json")
         self.meta = json.loads(meta.read_text()) if meta.is_file() else {}
+        #: the labels it was trained on (its card; the map names objects with these)
+        self.labels = tuple(lab for lab in self.meta.get("labels", LABELS) if lab != "background clutter")
 
     def embed(self, rgb: np.ndarray, masks: Sequence[np.ndarray]) -> np.ndarray:
         if not masks:

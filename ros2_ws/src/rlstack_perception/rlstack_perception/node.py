@@ -150,7 +150,11 @@ class SemanticMapNode(Node):
             from rlstack_perception.query_head import DEFAULT_QUERY_HEAD, QueryHead
 
             head = QueryHead(head_path or DEFAULT_QUERY_HEAD, colour_words, shape_words)
-        self.pipeline = Pipeline(seg, emb, text, map_cfg, filt, max_range_m=max_range, query_head=head,
+        from rlstack_perception.embed import ALL_LABELS
+
+        # crop_cnn names what its card says it was trained on; CLIP (zero-shot) every label
+        labels = getattr(emb, "labels", ALL_LABELS)
+        self.pipeline = Pipeline(seg, emb, text, map_cfg, filt, labels=labels, max_range_m=max_range, query_head=head,
                                  match_threshold=None if match_threshold <= -1.0 else match_threshold)
         self.get_logger().info(f"pipeline {seg.name} + {emb.name} ready in {time.monotonic() - t0:.1f} s "
                                f"(query head: {'on' if head else 'off'}, match threshold "

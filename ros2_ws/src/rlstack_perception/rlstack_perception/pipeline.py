@@ -67,7 +67,9 @@ class Pipeline:
         from rlstack_perception.query_head import load_default
 
         kwargs.setdefault("query_head", load_default())
-        return cls(DepthPlaneSegmenter(), OnnxCropEmbedder(), TextEncoder(), **kwargs)
+        embedder = OnnxCropEmbedder()
+        kwargs.setdefault("labels", embedder.labels)   # what the packaged embedder was trained to name
+        return cls(DepthPlaneSegmenter(), embedder, TextEncoder(), **kwargs)
 
     # ---------------------------------------------------------------- one frame
     def detect(self, frame: Frame) -> FrameResult:

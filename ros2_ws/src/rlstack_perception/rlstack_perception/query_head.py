@@ -1,8 +1,9 @@
 """The query side: which of the map's colours and shapes a text query accepts (NumPy, no torch).
 
 ``QueryHead`` maps a query's MiniLM embedding (384-d, the same text encoder the crop embedder
-is aligned with) through a small MLP to 4 + 3 sigmoid "compatibility" outputs, one per colour
-(``COLOURS``) and shape (``SHAPES``). A label "red cube" scores ``p(red) * p(cube)``. Trained by
+is aligned with) through a small MLP to sigmoid "compatibility" outputs, one per colour
+(``COLOURS``) and kind of object (the head's card lists its ``kinds``: ``KINDS`` since the tenth
+session, the three ``SHAPES`` before). A label "red cube" scores ``p(red) * p(cube)``. Trained by
 :mod:`rlstack_perception.train_query_head` on generated wordings (synonyms, fillers, word order,
 category words, absent colours and kinds; never the held-out set), so that
 
@@ -62,15 +63,20 @@ class QueryHead:
                 self.w1, self.b1, self.w2, self.b2 = (np.asarray(d[k], np.float32) for k in ("W1", "b1", "W2", "b2"))
         except (KeyError, ValueError, OSError) as exc:
             raise ValueError(f"query head {self.path} could not be read: {exc}") from None
-        if self.w1.ndim != 2 or self.w2.shape != (self.w1.shape[1], len(COLOURS) + len(SHAPES)):
-            raise ValueError(f"query head {self.path}: bad shapes {self.w1.shape}, {self.w2.shape}")
-        self.dim = int(self.w1.shape[0])
+        self.dim = int(self.w1.shape[0]) if self.w1.ndim == 2 else 0
         card = self.path.with_suffix(".json")
         self.card = json.loads(card.read_text()) if card.is_file() else {}
         self.threshold = float(self.card.get("match_threshold", 0.5))
+        #: the kinds of object the head scores (its card; heads before the tenth session: the three shapes)
+        self.kinds = tuple(self.card.get("kinds", SHAPES))
+        if self.w1.ndim != 2 or self.w2.shape != (self.w1.shape[1], len(COLOURS) + len(self.kinds)):
+            raise ValueError(f"query head {self.path}: bad shapes {self.w1.shape}, {self.w2.shape} for "
+                             f"{len(COLOURS)} colours and {len(self.kinds)} kinds")
+        if self.shape_rule is not None:
+            self.shape_rule.kinds = self.kinds
 
     def compat(self, text_embeddings: np.ndarray) -> np.ndarray:
-        """(N, 7) in [0, 1]: colours (``COLOURS``) then shapes (``SHAPES``)."""
+        """(N, colours + kinds) in [0, 1]: colours (``COLOURS``) then the head's ``kinds``."""
         x = np.atleast_2d(np.asarray(text_embeddings, np.float32))
         if x.shape[1] != self.dim:
             raise ValueError(f"query head expects {self.dim}-d text embeddings, got {x.shape[1]}-d "
@@ -79,8 +85,8 @@ class QueryHead:
         return _sigmoid(h @ self.w2 + self.b2)
 
     def query_compat(self, text: str, text_embedding: np.ndarray) -> np.ndarray:
-        """(7,) compatibility of one query: the head, with the colour part from the colour-word rule
-        when the text names a colour."""
+        """(colours + kinds,) compatibility of one query: the head, with the colour part from the
+        colour-word rule when the text names a colour."""
         c = self.compat(text_embedding)[0].copy()
         if self.colour_rule is not None:
             cr = self.colour_rule.compat(text, self._not_colours)
@@ -91,19 +97,18 @@ class QueryHead:
         return c
 
     def label_scores(self, text: str, text_embedding: np.ndarray, labels: Sequence[str]) -> np.ndarray:
-        """(len(labels),): p(colour) * p(shape) for labels "colour shape"; 0 for labels it cannot name."""
+        """(len(labels),): p(colour) * p(kind) for labels "colour kind"; 0 for labels it cannot name."""
         c = self.query_compat(text, text_embedding)
         out = np.zeros(len(labels), np.float32)
         for i, lab in enumerate(labels):
             parts = lab.split()
-            if len(parts) == 2 and parts[0] in COLOURS and parts[1] in SHAPES:
-                out[i] = c[COLOURS.index(parts[0])] * c[len(COLOURS) + SHAPES.index(parts[1])]
+            if len(parts) == 2 and parts[0] in COLOURS and parts[1] in self.kinds:
+                out[i] = c[COLOURS.index(parts[0])] * c[len(COLOURS) + self.kinds.index(parts[1])]
         return out
 
-    @staticmethod
-    def covers(labels: Sequence[str]) -> bool:
-        """Whether every label is one the head can score (colour x shape of our vocabulary)."""
-        return bool(labels) and all(len(l.split()) == 2 and l.split()[0] in COLOURS and l.split()[1] in SHAPES
+    def covers(self, labels: Sequence[str]) -> bool:
+        """Whether every label is one the head can score (colour x a kind of its vocabulary)."""
+        return bool(labels) and all(len(l.split()) == 2 and l.split()[0] in COLOURS and l.split()[1] in self.kinds
                                     for l in labels)
 
 

@@ -127,15 +127,16 @@ class ShapeRule:
     """Shape compatibility from the WordNet table: the named shape is accepted (1), the head's other
     outputs are kept (so category words still work)."""
 
-    def __init__(self, table: Optional[Dict[str, str]] = None) -> None:
+    def __init__(self, table: Optional[Dict[str, str]] = None, kinds: Sequence[str] = SHAPES) -> None:
         self.table = load_table() if table is None else table
+        self.kinds = tuple(kinds)   # the order of the compatibility vector it is applied to
 
     def apply(self, text: str, shape_compat: np.ndarray) -> np.ndarray:
         found = find_shape_word(text, self.table)
-        if found is None:
+        if found is None or found[1] not in self.kinds:
             return shape_compat
         out = np.array(shape_compat, np.float32, copy=True)
-        out[SHAPES.index(found[1])] = 1.0
+        out[self.kinds.index(found[1])] = 1.0
         return out
 
 

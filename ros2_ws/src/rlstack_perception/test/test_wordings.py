@@ -6,6 +6,7 @@ import re
 import pytest
 
 from rlstack_perception import wordings as w
+from rlstack_perception.embed import COLOURS, KINDS
 
 
 def _tokens(text):
@@ -18,7 +19,9 @@ def _train_texts():
 
 def test_heldout_columns_and_sizes():
     cols = w.columns(w.heldout_queries())
-    assert set(cols) == {"colour_synonyms", "paraphrases", "combined", "category", "absent"}
+    # named_kinds: the first set's absent kinds that are kinds now (mug, teddy bear, duck)
+    assert set(cols) == {"colour_synonyms", "paraphrases", "combined", "category", "absent", "named_kinds"}
+    assert {q.shapes for q in cols["named_kinds"]} == {("mug",), ("teddy",), ("duck",)}
     assert len(cols["colour_synonyms"]) >= 150 and len(cols["paraphrases"]) >= 200 and len(cols["absent"]) >= 100
     for q in cols["absent"]:
         assert q.labels == ()
@@ -27,11 +30,14 @@ def test_heldout_columns_and_sizes():
             assert q.labels and "{" not in q.text
 
 
+KINDS_PHRASES = ("please locate", "where's that", "gone", "bring over", "when you can", "i think i left",
+                 "could the robot")
 FRESH_PHRASES = ("can you", "i'd like", "which is", "if you would", "anywhere around", "end up", "fetch me that",
                  "from there", "thingy", "gizmo")
 
 
-@pytest.mark.parametrize("path", [w.HELDOUT_FILE, w.HELDOUT_FRESH_FILE], ids=["heldout", "fresh"])
+@pytest.mark.parametrize("path", [w.HELDOUT_FILE, w.HELDOUT_FRESH_FILE, w.HELDOUT_KINDS_FILE],
+                         ids=["heldout", "fresh", "kinds"])
 def test_heldout_words_never_in_training(path):
     h = w.load_heldout(path)
     texts = _train_texts()
@@ -39,8 +45,10 @@ def test_heldout_words_never_in_training(path):
     joined = "\n".join(t.lower() for t in texts)
     held_words = [x for v in h["colour_synonyms"].values() for x in v]
     held_words += [x for v in h["shape_paraphrases"].values() for x in v]
-    held_words += h["absent"]["colours"] + h["absent"]["kinds"]
-    held_words += ["toy", "plaything"] if path == w.HELDOUT_FILE else ["thingy", "gizmo", "yo"]
+    # the first set's absent kinds "mug" and "duck" are kinds of the vocabulary now: their own names train
+    held_words += h["absent"]["colours"] + [k for k in h["absent"]["kinds"] if k not in KINDS]
+    held_words += {w.HELDOUT_FILE: ["toy", "plaything"], w.HELDOUT_FRESH_FILE: ["thingy", "gizmo", "yo"],
+                   w.HELDOUT_KINDS_FILE: ["soft toy", "dishware", "container"]}[path]
     for word in held_words:
         if " " in word:
             assert word.lower() not in joined, word
@@ -64,14 +72,16 @@ def test_heldout_fillers_templates_and_queries_never_in_training():
     held_t = set(h["colour_synonym_templates"]) | set(h["paraphrase_templates"]) | set(h["absent"]["templates"])
     held_t -= {"the {c} {s}", "a {c} {s}"}  # the bare forms are not a wording trick
     assert not held_t & set(w.TRAIN_TEMPLATES)
-    for phrase in FRESH_PHRASES:
+    for phrase in FRESH_PHRASES + KINDS_PHRASES:
         assert phrase not in joined, phrase
-    fresh = w.load_heldout(w.HELDOUT_FRESH_FILE)
-    fresh_t = set(fresh["colour_synonym_templates"]) | set(fresh["paraphrase_templates"]) | set(fresh["absent"]["templates"])
-    assert not (fresh_t - {"the {c} {s}", "a {c} {s}"}) & set(w.TRAIN_TEMPLATES)
+    for path in (w.HELDOUT_FRESH_FILE, w.HELDOUT_KINDS_FILE):
+        other = w.load_heldout(path)
+        other_t = set(other["colour_synonym_templates"]) | set(other["paraphrase_templates"]) | set(other["absent"]["templates"])
+        assert not (other_t - {"the {c} {s}", "a {c} {s}"}) & set(w.TRAIN_TEMPLATES)
     train_set = set(texts)
     qs = w.all_heldout_queries()
-    assert {q.column for q in qs} >= {"fresh_paraphrases", "fresh_absent", "fresh_colour_synonyms"}
+    assert {q.column for q in qs} >= {"fresh_paraphrases", "fresh_absent", "fresh_colour_synonyms",
+                                      "kinds_paraphrases", "kinds_absent", "kinds_category"}
     for q in qs:
         if q.column != "trained":
             assert q.text not in train_set, q.text
@@ -84,8 +94,19 @@ def test_training_targets():
     assert kinds == {"train", "train_absent"}
     for q in qs:
         t = w.target_of(q.colours, q.shapes)
-        assert t.shape == (7,)
+        assert t.shape == (len(COLOURS) + len(KINDS),)
         if q.column == "train":
             assert t[:4].any() and t[4:].any()
         else:
             assert not (t[:4].any() and t[4:].any())
+
+
+def test_training_draws_every_kind_and_kinds_heldout_expands():
+    qs = w.training_wordings(4000, seed=5)
+    drawn = {s for q in qs if q.column == "train" and len(q.shapes) == 1 for s in q.shapes}
+    assert drawn == set(KINDS)
+    for kind, words in w.TRAIN_KINDS.items():
+        assert kind in KINDS and words[0] == kind
+    cols = w.columns(w.heldout_queries(w.HELDOUT_KINDS_FILE, "kinds_"))
+    assert {"kinds_paraphrases", "kinds_colour_synonyms", "kinds_combined", "kinds_category", "kinds_absent"} <= set(cols)
+    assert {s for q in cols["kinds_paraphrases"] for s in q.shapes} == set(KINDS[3:])
