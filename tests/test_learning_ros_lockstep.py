@@ -100,14 +100,24 @@ def test_lockstep_env_matches_in_process_env(ros_processes, params_dir, client_n
     assert bridge.alive()
 
 
-def test_batched_vec_env_matches_in_process_vec_env(ros_processes, params_dir, client_node):
+@pytest.mark.parametrize("ending", ["in the step call", "second call", "time limit"])
+def test_batched_vec_env_matches_in_process_vec_env(ros_processes, params_dir, client_node, monkeypatch, ending):
     """A batch_bridge with 3 cart-poles behind BatchLockstepVecEnv against SB3's DummyVecEnv of the
     in-process env, same seed and actions, across episode ends (auto-reset): observations,
-    rewards, dones and terminal observations equal (difference 0), one round trip per batch step."""
+    rewards, dones and terminal observations equal (difference 0). Episodes end and restart inside
+    the step call (cart-pole's joint limits; one round trip per batch step), or, for a task whose
+    ending the bridge cannot judge (end_joint_limits emptied here), in a second call; with a short
+    time limit (15 steps) the truncations restart inside the step call too."""
     from stable_baselines3.common.env_util import make_vec_env
 
     import rlstack_learning  # noqa: F401  (registers the envs)
+    from rlstack_learning.envs.cartpole import CartPoleEnv
     from rlstack_learning.ros.batch_env import BatchLockstepVecEnv
+
+    if ending == "second call":
+        monkeypatch.setattr(CartPoleEnv, "end_joint_limits", {})
+    if ending == "time limit":
+        monkeypatch.setattr(CartPoleEnv, "max_episode_steps", 15)
 
     # with_objects false: cart-pole reads joints only, and the responses leave the object poses out
     bridge = ros_processes.start_node("rlstack_sim", "batch_bridge", params_file=params_dir / "batch_bridge.yaml",
@@ -122,10 +132,10 @@ def test_batched_vec_env_matches_in_process_vec_env(ros_processes, params_dir, c
         o_ros, o_loc = ros_venv.reset(), local.reset()
         worst = float(np.max(np.abs(o_ros - o_loc)))
         rng = np.random.default_rng(3)
-        ends = 0
+        ends, truncations = 0, 0
         calls0 = ros_venv.round_trips
         for _ in range(120):
-            a = rng.uniform(-1, 1, (3, 1)).astype(np.float32)
+            a = rng.uniform(-1, 1, (3, 1)).astype(np.float32) * (0.2 if ending == "time limit" else 1.0)
             o_ros, r_ros, d_ros, i_ros = ros_venv.step(a)
             o_loc, r_loc, d_loc, i_loc = local.step(a)
             worst = max(worst, float(np.max(np.abs(o_ros - o_loc))))
@@ -134,11 +144,18 @@ def test_batched_vec_env_matches_in_process_vec_env(ros_processes, params_dir, c
                 ends += 1
                 assert np.array_equal(i_ros[k]["terminal_observation"], i_loc[k]["terminal_observation"])
                 assert i_ros[k]["TimeLimit.truncated"] == i_loc[k]["TimeLimit.truncated"]
+                truncations += int(i_ros[k]["TimeLimit.truncated"])
         assert worst == 0.0, f"max |obs ROS - obs in-process| = {worst}"
         assert ends >= 3, "the rollout should cross episode ends (auto-reset)"
-        assert ros_venv.round_trips - calls0 <= 120 + ends   # one per batch step, plus one per step with an end
-        print(f"batched: max |obs ROS - obs in-process| = {worst} over 120 x 3 steps, {ends} episode ends, "
-              f"{ros_venv.round_trips - calls0} round trips")
+        trips = ros_venv.round_trips - calls0
+        if ending == "second call":
+            assert ros_venv.auto_resets == 0 and trips == 120 + ros_venv.reset_calls and ros_venv.reset_calls >= 3
+        else:   # every ending restarted inside its step call: one round trip per batch step
+            assert trips == 120 and ros_venv.reset_calls == 0 and ros_venv.auto_resets == ends
+        if ending == "time limit":
+            assert truncations >= 3
+        print(f"batched ({ending}): max |obs ROS - obs in-process| = {worst} over 120 x 3 steps, {ends} episode "
+              f"ends ({truncations} truncations), {trips} round trips")
     finally:
         ros_venv.close()
         local.close()
