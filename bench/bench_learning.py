@@ -90,7 +90,8 @@ ROS_TASKS = {"cartpole": ("RlStack/CartPole-v0", "cartpole", 60.0),
 class _RosBench:
     """A lockstep bridge process on a private domain + a client node (context manager)."""
 
-    def __init__(self, scene: str, rate: float, batch: int = 0, with_objects: bool = True) -> None:
+    def __init__(self, scene: str, rate: float, batch: int = 0, with_objects: bool = True,
+                 reset_mode: str = "rebuild") -> None:
         import tempfile
         from pathlib import Path
 
@@ -103,7 +104,7 @@ class _RosBench:
             self.group.start_node("rlstack_sim", "batch_bridge",
                                   params_file=os.path.join(REPO, "launch", "params", "batch_bridge.yaml"),
                                   params={"scene": scene, "num_envs": batch, "control_rate_hz": rate,
-                                          "with_objects": with_objects})
+                                          "with_objects": with_objects, "reset_mode": reset_mode})
             return
         self.group.start_node("rlstack_sim", "sim_bridge", params_file=os.path.join(REPO, "launch", "params", "sim_bridge.yaml"),
                               params={"scene": scene, "mode": "lockstep", "camera_enabled": False, "control_rate_hz": rate,
@@ -244,7 +245,9 @@ def ros_batched(task: str, n_envs: int, steps: int, train_steps: int) -> dict:
     cls = ENVS[env_id]
     reads_objects = bool(ObsReader(cls.obs_terms, cls.control_rate_hz).pose_topics)
     out["bridge_with_objects"] = reads_objects   # cart-pole reads joints only: its bridge answers without objects
-    with _RosBench(scene, rate, batch=n_envs, with_objects=reads_objects) as rb:
+    # the bridge resets as the in-process env does (cart-pole: from a snapshot, exact there)
+    out["bridge_reset_mode"] = cls.reset_mode if cls.reset_mode in ("rebuild", "snapshot") else "rebuild"
+    with _RosBench(scene, rate, batch=n_envs, with_objects=reads_objects, reset_mode=out["bridge_reset_mode"]) as rb:
         venv = BatchLockstepVecEnv(env_id, rb.node, timeout_s=30.0, discovery_timeout_s=60.0)
         out["ros_env_steps_per_s"] = round(_vec_loop_rate(venv, steps))
         if train_steps:

@@ -122,7 +122,9 @@ def test_batched_vec_env_matches_in_process_vec_env(ros_processes, params_dir, c
     # with_objects false: cart-pole reads joints only, and the responses leave the object poses out
     bridge = ros_processes.start_node("rlstack_sim", "batch_bridge", params_file=params_dir / "batch_bridge.yaml",
                                       params={"scene": "cartpole", "num_envs": 3, "control_rate_hz": 60.0,
-                                              "with_objects": False})
+                                              "with_objects": False,
+                                              # the in-process cart-pole resets from a snapshot: so may the bridge
+                                              "reset_mode": "snapshot" if ending == "time limit" else "rebuild"})
     ros_venv = BatchLockstepVecEnv("RlStack/CartPole-v0", client_node, timeout_s=20.0)
     local = make_vec_env("RlStack/CartPole-v0", n_envs=3, seed=0)
     try:

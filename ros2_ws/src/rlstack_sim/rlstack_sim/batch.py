@@ -51,11 +51,16 @@ class BatchSims:
     """``num_envs`` instances of ``scene`` on ``backend``; env i starts from ``seed + i``.
 
     :param limits: (max_linear_speed, max_angular_speed, max_linear_accel, max_angular_accel)
+    :param reset_mode: PyBullet's reset: ``"rebuild"`` (the world rebuilt, bitwise like a fresh one;
+        ~3 ms for cart-pole) or ``"snapshot"`` (a saved state restored, sub-millisecond; exact for
+        contact-free scenes such as cart-pole, the in-process env's choice there). Other engines
+        reset exactly either way.
     """
 
     def __init__(self, backend: str, scene: str, num_envs: int, seed: int, physics_rate_hz: float,
                  control_rate_hz: float, command_timeout_s: float, max_ee_step: float,
-                 limits: Sequence[float], info: Callable[[str], None], warning: Callable[[str], None]) -> None:
+                 limits: Sequence[float], info: Callable[[str], None], warning: Callable[[str], None],
+                 reset_mode: str = "rebuild") -> None:
         from sim_bridges import Capability, make_scene
 
         if not 1 <= num_envs <= MAX_ENVS:
@@ -64,7 +69,9 @@ class BatchSims:
         self.sims, self.handlers, self.steppers = [], [], []
         spec = make_scene(scene)
         for i in range(num_envs):
-            sim = make_backend(backend, scene, physics_rate_hz=physics_rate_hz, control_rate_hz=control_rate_hz)
+            extra = {"reset_mode": reset_mode} if backend == "pybullet" else {}
+            sim = make_backend(backend, scene, physics_rate_hz=physics_rate_hz, control_rate_hz=control_rate_hz,
+                               **extra)
             sim.load_scene(scene, seed=seed + i)
             handler = CommandHandler(sim, VelocityLimiter(*limits), command_timeout_s, max_ee_step,
                                      lambda s=sim: s.sim_time, info, warning)

@@ -51,13 +51,17 @@ class BatchBridge(Node):
                         max_value=1.0)
         self.with_objects = d("with_objects", True, "Put the ground-truth objects' poses in every ~/step response "
                               "(false: joint states only, for tasks that read no object; saves ~30 % of a cart-pole call)")
+        reset_mode = d("reset_mode", "rebuild", "PyBullet's reset: rebuild (bitwise like a fresh world, ~3 ms for "
+                       "cartpole) or snapshot (a saved state restored, sub-millisecond; exact for contact-free "
+                       "scenes such as cartpole)", constraints="one of: rebuild, snapshot")
+        check_choice("reset_mode", reset_mode, ("rebuild", "snapshot"))
         check_choice("scene", scene, scene_names())
         check_choice("backend", backend, backend_names())
         steps_per_control(physics_rate, control_rate)
         log = self.get_logger()
         self.scene, self.control_rate = scene, control_rate
         self.sims = BatchSims(backend, scene, num_envs, seed, physics_rate, control_rate, timeout, max_ee_step,
-                              limits, log.info, log.warning)
+                              limits, log.info, log.warning, reset_mode)
         self.calls = RateMeter()
         self.steps = RateMeter()
         self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)

@@ -81,6 +81,14 @@ class BatchLockstepVecEnv(VecEnv):
         # arrays (column sums per term), instead of a message view and an ObsReader call per env:
         # at cart-pole's physics cost the per-env Python work was most of a batch step.
         self._joint_only = all(t.kind == "joint" for t in self.readers[0].terms)
+        # one Float64 topic per action term, in term order: the request values are the commands themselves
+        self._plain_float_actions = (not cls.discrete and list(self.writer.topics.values()) ==
+                                     ["std_msgs/msg/Float64"] * len(cls.act_terms) and
+                                     [sl[0] for sl in self.writer.slots] == list(self.writer.topics))
+        self._act_offset = np.array([t.offset for t in cls.act_terms], dtype=np.float64)
+        self._act_scale = np.array([t.scale for t in cls.act_terms], dtype=np.float64)
+        self._act_lo = np.array([t.limits[0] for t in cls.act_terms], dtype=np.float64)
+        self._act_hi = np.array([t.limits[1] for t in cls.act_terms], dtype=np.float64)
         self._columns: Optional[tuple] = None   # (joint names, [(field, column indices)] per term)
         self._obs_scale = np.array([t.scale for t in cls.obs_terms], dtype=np.float64)
         obs_space = gym.spaces.Box(-np.inf, np.inf, shape=(len(cls.obs_terms),), dtype=np.float32)
@@ -208,14 +216,24 @@ class BatchLockstepVecEnv(VecEnv):
         self._reset_options()
         return np.stack([obs[i] for i in range(self.num_envs)])
 
+    def _commands(self, actions: np.ndarray):
+        """(commands per env, request values N x k). Continuous tasks whose action terms each fill one
+        Float64 topic (cart-pole) in one go: the same float64 arithmetic as ``action_to_command``
+        (clip, offset + scale * a, clip to the limits) on the whole batch; the others env by env."""
+        if self._plain_float_actions:
+            a = np.clip(np.asarray(actions, dtype=np.float64).reshape(self.num_envs, -1), -1.0, 1.0)
+            cmd = np.clip(self._act_offset + self._act_scale * a, self._act_lo, self._act_hi)
+            return list(cmd), cmd
+        commands = [task.action_to_command(a) for task, a in zip(self.tasks, actions)]
+        return commands, np.asarray([self.writer.request_values(c) for c in commands], dtype=np.float64)
+
     def step_async(self, actions: np.ndarray) -> None:
         self._actions = np.asarray(actions)
 
     def step_wait(self):
         if self.should_stop():
             raise LockstepInterrupted("stopped before a batch step")
-        commands = [task.action_to_command(a) for task, a in zip(self.tasks, self._actions)]
-        values = [self.writer.request_values(c) for c in commands]
+        commands, values = self._commands(self._actions)
         auto_seeds = [self._peek_seed(i) for i in range(self.num_envs)]
         time_up = (self.steps + 1 >= self.task_cls.max_episode_steps).tolist()
         r = self._call(1, np.asarray(values, dtype=np.float64), auto_reset_seeds=auto_seeds, end_episode=time_up)
