@@ -210,6 +210,10 @@ class CameraFrame:
     frame_id: str = ""
 
 
+#: what people call an object built from a primitive shape (``ObjectSpec.kind``'s default)
+PRIMITIVE_KINDS: Dict[str, str] = {"box": "cube", "sphere": "ball", "cylinder": "cylinder"}
+
+
 @dataclass(frozen=True, eq=False)
 class ObjectState:
     """Ground-truth state of a scene object (evaluation/training only).
@@ -234,7 +238,7 @@ class ObjectState:
 
     def __post_init__(self) -> None:
         if not self.kind:
-            object.__setattr__(self, "kind", {"box": "cube", "sphere": "ball"}.get(self.shape, self.shape))
+            object.__setattr__(self, "kind", PRIMITIVE_KINDS.get(self.shape, self.shape))
 
 
 @dataclass(frozen=True)

@@ -504,21 +504,26 @@ class MuJoCoBackend(SimBackend):
         self._add_shape(ms, body, obj)
 
     def _add_shape(self, ms: Any, body: Any, obj: ObjectSpec, friction: Optional[List[float]] = None) -> Any:
-        sx, sy, sz = obj.size
+        """The object's colliding geom (a primitive, or a mesh's collision hull), with its friction."""
         if obj.shape == "mesh":
-            return self._add_mesh_shape(ms, body, obj, friction)
+            geom = self._add_mesh_geoms(ms, body, obj)
+        else:
+            geom = self._add_primitive_geom(body, obj)
+        geom.friction = friction or [obj.lateral_friction, max(obj.spinning_friction, 0.0),
+                                     max(obj.rolling_friction, 0.0)]
+        return geom
+
+    def _add_primitive_geom(self, body: Any, obj: ObjectSpec) -> Any:
+        sx, sy, sz = obj.size
         if obj.shape == "box":
             kind, size = mujoco.mjtGeom.mjGEOM_BOX, [sx / 2, sy / 2, sz / 2]
         elif obj.shape == "sphere":
             kind, size = mujoco.mjtGeom.mjGEOM_SPHERE, [sx / 2, 0, 0]
         else:
             kind, size = mujoco.mjtGeom.mjGEOM_CYLINDER, [sx / 2, sz / 2, 0]
-        geom = body.add_geom(name=obj.name, type=kind, size=size, rgba=list(obj.rgba))
-        geom.friction = friction or [obj.lateral_friction, max(obj.spinning_friction, 0.0),
-                                     max(obj.rolling_friction, 0.0)]
-        return geom
+        return body.add_geom(name=obj.name, type=kind, size=size, rgba=list(obj.rgba))
 
-    def _add_mesh_shape(self, ms: Any, body: Any, obj: ObjectSpec, friction: Optional[List[float]]) -> Any:
+    def _add_mesh_geoms(self, ms: Any, body: Any, obj: ObjectSpec) -> Any:
         """A mesh object: the visual mesh drawn only, the collision mesh's convex hull colliding, both
         placed so the bounding box is centred on the body's origin (``scenes.meshes``, as in PyBullet).
         MuJoCo re-centres a mesh on its own centroid when compiling and moves the geom to match, so
@@ -532,11 +537,8 @@ class MuJoCoBackend(SimBackend):
         body.add_geom(name=visual_name, type=mujoco.mjtGeom.mjGEOM_MESH, meshname=visual_name,
                       pos=list(place.offset), quat=quat, rgba=list(obj.rgba), contype=0, conaffinity=0,
                       group=1, density=0.0)
-        geom = body.add_geom(name=obj.name, type=mujoco.mjtGeom.mjGEOM_MESH, meshname=collision_name,
+        return body.add_geom(name=obj.name, type=mujoco.mjtGeom.mjGEOM_MESH, meshname=collision_name,
                              pos=list(place.offset), quat=quat, rgba=[0, 0, 0, 0], group=3)
-        geom.friction = friction or [obj.lateral_friction, max(obj.spinning_friction, 0.0),
-                                     max(obj.rolling_friction, 0.0)]
-        return geom
 
     def _add_object(self, ms: Any, obj: ObjectSpec) -> None:
         body = ms.worldbody.add_body(name=obj.name, pos=list(obj.pose.position), quat=_wxyz(obj.pose.orientation))

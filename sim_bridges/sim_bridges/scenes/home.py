@@ -3,7 +3,7 @@
 ``home`` holds 12 objects: a cube, a ball and a cylinder in each of four colours. ``home_kinds``
 (``make_home_scene(kinds="all")``) holds the same 12, placed exactly as in ``home`` for the same
 seed, and one object of every other kind of :mod:`sim_bridges.scenes.kinds` (a duck, a mug, a
-teddy, a bowl, ...: 31 objects in all), placed after them on the tables and the floor.
+teddy, a bowl, ...: 30 objects in all), placed after them on the tables and the floor.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from ..contract import Pose
 from ..geometry import quat_from_rpy
 from ..robots.mobile_manipulator import mobile_manipulator
 from ..robots.spec import DiffDriveParams
-from .kinds import BASIC_KINDS, KINDS
+from .kinds import BASIC, BASIC_KINDS, KINDS, Kind
 from .spec import ObjectSpec, SceneSpec, box_footprint, sample_separated_xy
 
 ROOM_X = 8.0
@@ -26,14 +26,8 @@ WALL_THICKNESS = 0.10
 WALL_HEIGHT = 2.0
 TABLE_SIZE = (0.8, 0.6, 0.5)
 
-SHAPES = ("cube", "ball", "cylinder")
+SHAPES = BASIC_KINDS
 OBJECT_COLORS = ("red", "green", "blue", "yellow")
-#: shape name -> (primitive, full size, mass kg)
-_SHAPE_INFO = {
-    "cube": ("box", (0.05, 0.05, 0.05), 0.08),
-    "ball": ("sphere", (0.06, 0.06, 0.06), 0.05),
-    "cylinder": ("cylinder", (0.05, 0.05, 0.08), 0.08),
-}
 
 #: Static furniture / obstacles: name -> (centre x, centre y, size x, size y, height, colour).
 _FURNITURE = {
@@ -79,26 +73,19 @@ def _furniture() -> Tuple[ObjectSpec, ...]:
     )
 
 
+def _object_of(kind: Kind, color: str, x: float, y: float) -> ObjectSpec:
+    """An object of ``kind`` in ``color``, parked at (x, y) on the floor until a reset places it."""
+    size = kind.extents
+    # a little rolling resistance so balls (and whatever rolls) come to rest
+    rolling = 0.001 if kind.rolls else 0.0
+    return ObjectSpec(name=f"{color}_{kind.name}", shape=kind.shape, size=size, color_name=color, mass=kind.mass,
+                      pose=Pose([x, y, size[2] / 2]), mesh=kind.mesh, kind=kind.name, lateral_friction=0.8,
+                      rolling_friction=rolling, spinning_friction=rolling)
+
+
 def _objects() -> Tuple[ObjectSpec, ...]:
-    objs = []
-    for i, (shape, color) in enumerate(itertools.product(SHAPES, OBJECT_COLORS)):
-        prim, size, mass = _SHAPE_INFO[shape]
-        objs.append(
-            ObjectSpec(
-                name=f"{color}_{shape}",
-                shape=prim,
-                size=size,
-                color_name=color,
-                mass=mass,
-                # default parking spot, replaced by the seeded placement on reset
-                pose=Pose([-3.5 + 0.2 * i, 1.0, size[2] / 2]),
-                lateral_friction=0.8,
-                # a little rolling resistance so balls come to rest
-                rolling_friction=0.001 if prim != "box" else 0.0,
-                spinning_friction=0.001 if prim != "box" else 0.0,
-            )
-        )
-    return tuple(objs)
+    return tuple(_object_of(BASIC[shape], color, -3.5 + 0.2 * i, 1.0)
+                 for i, (shape, color) in enumerate(itertools.product(SHAPES, OBJECT_COLORS)))
 
 
 def _table_regions() -> Tuple[Tuple[float, float, float, float], ...]:
@@ -112,18 +99,9 @@ def _table_regions() -> Tuple[Tuple[float, float, float, float], ...]:
 
 def _other_kind_objects(colour_index: int) -> Tuple[ObjectSpec, ...]:
     """One object of every kind beyond the basic three, in its colour ``colour_index`` (mod its colours)."""
-    objs = []
-    for kind in KINDS.values():
-        if kind.name in BASIC_KINDS:
-            continue
-        color = kind.colours[colour_index % len(kind.colours)]
-        size = kind.extents
-        objs.append(ObjectSpec(
-            name=f"{color}_{kind.name}", shape=kind.shape, size=size, color_name=color, mass=kind.mass,
-            pose=Pose([-3.5, -2.6 + 0.2 * len(objs), size[2] / 2]), mesh=kind.mesh, kind=kind.name,
-            lateral_friction=0.8, rolling_friction=0.001 if kind.rolls else 0.0,
-            spinning_friction=0.001 if kind.rolls else 0.0))
-    return tuple(objs)
+    others = [kind for kind in KINDS.values() if kind.name not in BASIC_KINDS]
+    return tuple(_object_of(kind, kind.colours[colour_index % len(kind.colours)], -3.5, -2.6 + 0.2 * i)
+                 for i, kind in enumerate(others))
 
 
 def _place_more(rng: np.random.Generator, objects: Tuple[ObjectSpec, ...], placed: list, regions, n_tables: int):

@@ -25,7 +25,7 @@ import pybullet_data
 
 from .meshes import MeshSpec, mesh_placement
 
-__all__ = ["KINDS", "BASIC_KINDS", "Kind", "kind_names", "single_object_obj"]
+__all__ = ["KINDS", "BASIC", "BASIC_KINDS", "Kind", "kind_names", "single_object_obj"]
 
 _DATA = pybullet_data.getDataPath()
 
@@ -54,6 +54,15 @@ class Kind:
     @property
     def extents(self) -> Tuple[float, float, float]:
         return mesh_placement(self.mesh).extents if self.mesh is not None else self.size
+
+
+#: the primitives the stack started with (``home`` has each in every colour; the lift and the tests
+#: use them). Module constants, so a scene of only these writes no generated mesh.
+BASIC: Dict[str, Kind] = {k.name: k for k in (
+    Kind("cube", "box", (0.05, 0.05, 0.05), 0.08),
+    Kind("ball", "sphere", (0.06, 0.06, 0.06), 0.05, rolls=True),
+    Kind("cylinder", "cylinder", (0.05, 0.05, 0.08), 0.08, rolls=True),
+)}
 
 
 # ------------------------------------------------------------------------ generated meshes
@@ -150,10 +159,7 @@ def _star(name: str, outer: float, inner: float, thickness: float, points: int =
 def _catalogue() -> Dict[str, Kind]:
     d = lambda *p: os.path.join(_DATA, *p)  # noqa: E731
     kinds = [
-        # the primitives the stack started with (every colour: the lift and the tests use them)
-        Kind("cube", "box", (0.05, 0.05, 0.05), 0.08),
-        Kind("ball", "sphere", (0.06, 0.06, 0.06), 0.05, rolls=True),
-        Kind("cylinder", "cylinder", (0.05, 0.05, 0.08), 0.08, rolls=True),
+        *BASIC.values(),
         # primitives of everyday proportions
         Kind("plate", "cylinder", (0.14, 0.14, 0.02), 0.15, colours=("blue", "yellow")),
         Kind("book", "box", (0.15, 0.11, 0.03), 0.2, colours=("red", "green")),
@@ -210,7 +216,7 @@ class _Kinds:
 
 KINDS = _Kinds()
 #: the kinds every scene had before the catalogue (four colours each)
-BASIC_KINDS: Tuple[str, ...] = ("cube", "ball", "cylinder")
+BASIC_KINDS: Tuple[str, ...] = tuple(BASIC)
 
 
 def kind_names() -> Tuple[str, ...]:

@@ -30,14 +30,15 @@ from ..contract import Pose
 from ..geometry import look_at_optical, quat_from_rpy
 from ..robots.mobile_manipulator import mobile_manipulator
 from ..robots.spec import CameraSpec, DiffDriveParams
-from .home import TABLE_SIZE, _SHAPE_INFO
+from .home import TABLE_SIZE
+from .kinds import BASIC
 from .spec import ObjectSpec, SceneSpec, box_footprint, sample_separated_xy
 
 #: near (-x) edge of the table, m ahead of base_link (the base's front casters end 0.26 m ahead)
 TABLE_EDGE_X = 0.40
 TABLE_TOP = TABLE_SIZE[2]
-CUBE_SIZE = _SHAPE_INFO["cube"][1][0]   # 0.05 m
-CUBE_MASS = _SHAPE_INFO["cube"][2]      # 0.08 kg
+CUBE_SIZE = BASIC["cube"].size[0]   # 0.05 m
+CUBE_MASS = BASIC["cube"].mass      # 0.08 kg
 CUBE_FRICTION = 0.8                     # home's lateral friction
 TARGET = "target_cube"
 DISTRACTOR = "green_cube"

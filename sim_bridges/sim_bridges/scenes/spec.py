@@ -7,7 +7,7 @@ from typing import Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..contract import Capability, OccupancyBox, Pose
+from ..contract import PRIMITIVE_KINDS, Capability, OccupancyBox, Pose
 from ..robots.spec import CameraSpec, RobotSpec
 from .meshes import MeshSpec
 
@@ -63,7 +63,7 @@ class ObjectSpec:
         if (self.shape == "mesh") != (self.mesh is not None):
             raise ValueError(f"object '{self.name}': a mesh is given exactly for shape 'mesh'")
         if not self.kind:
-            default = {"box": "cube", "sphere": "ball", "cylinder": "cylinder"}.get(self.shape)
+            default = PRIMITIVE_KINDS.get(self.shape)
             if default is None:
                 raise ValueError(f"object '{self.name}': a mesh object needs its kind (what people call it)")
             object.__setattr__(self, "kind", default)

@@ -27,6 +27,7 @@ falls back to the executor if not.
 
 from __future__ import annotations
 
+import time
 from contextlib import ExitStack
 from typing import Callable, List, Optional, Tuple
 
@@ -85,8 +86,6 @@ class FastLane:
         The first ``poll_s`` of the wait polls instead of blocking: a lockstep client's next call
         comes within a millisecond, and a thread woken from a blocking wait answered it ~10 % later
         (measured: docs/sim_bridge.md). Returns how many callbacks ran."""
-        import time
-
         clock = clock or time.monotonic
         poll_until = clock() + poll_s
         while True:
@@ -133,8 +132,6 @@ def spin_with_fast_lane(node: Node, executor, keep_going: Callable[[], bool], po
     (timers and the rest) at least every ``executor_turn_s``. For ``busy_poll_s`` after the lane
     last ran a callback it polls rather than blocks (the next lockstep call is due within ~1 ms);
     idle, it blocks and costs no CPU."""
-    import time
-
     clock = clock or time.monotonic
     lane = FastLane(node)
     node.get_logger().info("spinning services and subscriptions on the fast lane (rlstack_common.fast_lane; "

@@ -28,7 +28,7 @@ import numpy as np
 
 from .frame import Frame, quat_to_matrix
 from .grasp_pose import GraspPoseConfig, estimate_grasp_pose, wrap_quarter
-from .simtools import SHAPE_WORDS, _free, target_objects
+from .simtools import _free, target_objects
 
 
 def _yaw(q) -> float:

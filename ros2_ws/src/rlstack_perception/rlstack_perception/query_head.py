@@ -45,10 +45,6 @@ class QueryHead:
         self.path = Path(path)
         self.colour_rule = None
         self.shape_rule = None
-        if shape_words:
-            from rlstack_perception.shape_words import ShapeRule
-
-            self.shape_rule = ShapeRule()
         if colour_words:
             from rlstack_perception import wordings as W
             from rlstack_perception.colour_words import ColourRule
@@ -72,8 +68,10 @@ class QueryHead:
         if self.w1.ndim != 2 or self.w2.shape != (self.w1.shape[1], len(COLOURS) + len(self.kinds)):
             raise ValueError(f"query head {self.path}: bad shapes {self.w1.shape}, {self.w2.shape} for "
                              f"{len(COLOURS)} colours and {len(self.kinds)} kinds")
-        if self.shape_rule is not None:
-            self.shape_rule.kinds = self.kinds
+        if shape_words:
+            from rlstack_perception.shape_words import ShapeRule
+
+            self.shape_rule = ShapeRule(kinds=self.kinds)
 
     def compat(self, text_embeddings: np.ndarray) -> np.ndarray:
         """(N, colours + kinds) in [0, 1]: colours (``COLOURS``) then the head's ``kinds``."""

@@ -3,7 +3,8 @@
 * :func:`render_view` renders the scene from any optical pose with the same camera model as
   the backend's cameras (``PyBulletCamera`` with no mount).
 * :func:`gt_masks` labels pixels whose back-projected point lies inside an object's true
-  geometry (box/sphere/cylinder from ``ground_truth()``), so masks need no simulator ids.
+  geometry (box/sphere/cylinder from ``ground_truth()``; a mesh object's bounding box), so masks
+  need no simulator ids.
 * :func:`object_views` samples seeded viewpoints around each object, at robot-mast-like
   heights and 0.7-1.6 m away, outside furniture.
 """
@@ -16,8 +17,6 @@ import numpy as np
 
 from rlstack_perception.frame import Frame, quat_to_matrix
 
-SHAPE_WORDS = {"box": "cube", "sphere": "ball", "cylinder": "cylinder"}
-
 
 def render_view(sim, eye, target, width: int = 320, height: int = 240) -> Frame:
     from sim_bridges.geometry import look_at_optical
@@ -29,7 +28,7 @@ def render_view(sim, eye, target, width: int = 320, height: int = 240) -> Frame:
 
 
 def label_of(state) -> str:
-    return f"{state.color_name} {getattr(state, 'kind', '') or SHAPE_WORDS.get(state.shape, state.shape)}"
+    return f"{state.color_name} {state.kind}"
 
 
 def target_objects(sim) -> Dict[str, object]:
@@ -38,7 +37,7 @@ def target_objects(sim) -> Dict[str, object]:
     from rlstack_perception.embed import COLOURS, KINDS
 
     return {k: v for k, v in sim.ground_truth().items()
-            if getattr(v, "kind", "") in KINDS and v.color_name in COLOURS and max(v.size) < 0.25}
+            if v.kind in KINDS and v.color_name in COLOURS and max(v.size) < 0.25}
 
 
 def inside_object(points: np.ndarray, state, margin: float = 0.004) -> np.ndarray:

@@ -171,9 +171,10 @@ def forward(params, x, kinds: Sequence[str] = KINDS):
 
 
 def head_kinds(npz_path) -> tuple:
-    card = Path(npz_path).with_suffix(".json")
-    return tuple(json.loads(card.read_text()).get("kinds", ("cube", "ball", "cylinder"))) if card.is_file() else \
-        ("cube", "ball", "cylinder")
+    """The kinds a head file scores, as :class:`~rlstack_perception.query_head.QueryHead` reads its card."""
+    from rlstack_perception.query_head import QueryHead
+
+    return QueryHead(npz_path, colour_words=False, shape_words=False).kinds
 
 
 def calibrate_cosine(encode_fn, n: int = 3000, batch: int = 64) -> Dict[str, float]:

@@ -195,18 +195,21 @@ class BatchLockstepVecEnv(VecEnv):
         reset_seeds = [-1] * self.num_envs
         for i, s in zip(which, seeds):
             reset_seeds[i] = self.episode_seeds[i] = self._episode_seed(i, s)
-        r = self._call(0, (), reset_seeds)
-        obs = {}
+        return self._start_episodes(self._call(0, (), reset_seeds), range(self.num_envs), which)
+
+    def _start_episodes(self, r, row_envs: Sequence[int], which: Sequence[int]) -> dict:
+        """Start the episodes of envs ``which`` (the task's and the reader's state, the counters, the
+        reset infos) and return their first observations from response ``r``, whose rows belong to
+        envs ``row_envs`` (every env for a reset call; the auto-reset envs for ``reset_*`` rows)."""
+        row = {env: k for k, env in enumerate(row_envs)}
         for i in which:
             self.tasks[i].sim_free_episode_start()
             self.readers[i].reset()
-        raws = self._raw_all(r) if self._joint_only else None
-        for i in which:
             self.steps[i] = 0
             self.published[i] = 0
-            obs[i] = self._observe(raws[i] if raws is not None else self._raw(r, i))
             self.reset_infos[i] = {"episode_seed": self.episode_seeds[i], "randomization": {}}
-        return obs
+        raws = self._raw_all(r, row_envs) if self._joint_only else None
+        return {i: self._observe(raws[row[i]] if raws is not None else self._raw(r, row[i], i)) for i in which}
 
     # ------------------------------------------------------------ VecEnv API
     def reset(self):
@@ -276,21 +279,15 @@ class BatchLockstepVecEnv(VecEnv):
         return obs, rewards, dones, infos
 
     def _auto_reset_envs(self, r, which: List[int]) -> dict:
-        """Book-keeping for the envs the bridge reset inside the step call; their first observations
-        from the reply's ``reset_*`` rows."""
+        """The envs the bridge reset inside the step call: their episodes started, their first
+        observations from the reply's ``reset_*`` rows."""
         for i in which:
             self.episode_seeds[i] = self._episode_seed(i, None)   # the seed sent as its auto_reset_seed
-            self.tasks[i].sim_free_episode_start()
-            self.readers[i].reset()
-            self.steps[i] = 0
-            self.published[i] = 0
-            self.reset_infos[i] = {"episode_seed": self.episode_seeds[i], "randomization": {}}
         view = SimpleNamespace(joint_names=r.joint_names, object_names=r.object_names,
                                joint_position=r.reset_joint_position, joint_velocity=r.reset_joint_velocity,
                                joint_effort=r.reset_joint_effort, object_position=r.reset_object_position)
-        raws = self._raw_all(view, which)
         self.auto_resets += len(which)
-        return {i: self._observe(raws[row]) for row, i in enumerate(which)}
+        return self._start_episodes(view, which, which)
 
     def close(self) -> None:
         if self._cli is not None:
