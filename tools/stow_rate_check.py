@@ -11,6 +11,13 @@ earlier in-process checks ran the arm at 20 Hz (each step spread over 50 ms). Th
 backend at ``--bridge-hz``, a command every ``bridge_hz / 20`` control periods, then the
 mission's stow (a third of the error per command, at most 1.5 cm; carry point (0.40, 0, 0.60) in
 base_link) and reports per episode whether the cube is still held.
+
+``--carry`` then drives the base as navigation does on the way to the drop-off (the regulated pure
+pursuit's limits in ``launch/params/nav_controller.yaml``: a half turn in place at 1.2 rad/s, 1 m
+at 0.5 m/s, a quarter turn while driving at 1.5 rad/s, an emergency stop from 0.5 m/s) and
+reports which manoeuvre, if any, the cube fell out in. Why: in the fetch graph on MuJoCo the
+cube fell out of the closed hand on the way to the drop-off (seeds 2 and 11; the mission, not
+watching the hand, called it SUCCEEDED).
 """
 
 from __future__ import annotations
@@ -24,7 +31,38 @@ ROOT = Path(__file__).resolve().parents[1]
 CARRY = np.array([0.40, 0.0, 0.60])
 
 
-def run(backend: str, bridge_hz: float, episodes: int, seed0: int, step_period: float = 0.0) -> list:
+#: (name, [(linear m/s, angular rad/s, seconds)]): commands at 20 Hz, ramped by the controller's
+#: acceleration limits (0.5 m/s^2, 2.5 rad/s^2; stopping 0.8 m/s^2) except the emergency stop
+MANOEUVRES = (
+    ("half turn in place", [(0.0, 1.2, 2.6), (0.0, 0.0, 1.0)]),
+    ("1 m straight", [(0.5, 0.0, 2.5), (0.0, 0.0, 1.5)]),
+    ("quarter turn while driving", [(0.5, 0.0, 1.5), (0.5, 1.5, 1.05), (0.5, 0.0, 1.0), (0.0, 0.0, 1.5)]),
+    ("emergency stop from 0.5 m/s", [(0.5, 0.0, 2.0), (None, None, 1.0)]),
+)
+
+
+def drive(env, per_command: int, plan) -> bool:
+    """Drive the base through ``plan`` (see MANOEUVRES); True while the cube stays in the hand."""
+    v = w = 0.0
+    dt = 1.0 / env.control_rate_hz
+    for v_goal, w_goal, seconds in plan:
+        for _ in range(int(round(seconds / dt))):
+            if v_goal is None:            # the bridge's watchdog: stop at once
+                v = w = 0.0
+            else:
+                dv_max = (0.5 if abs(v_goal) > abs(v) else 0.8) * dt
+                v += max(-dv_max, min(dv_max, v_goal - v))
+                w += max(-2.5 * dt, min(2.5 * dt, w_goal - w))
+            env.sim.set_base_velocity(v, w)
+            env.sim.set_gripper(False)
+            env.sim.step(per_command)
+            if float(env._raw_obs()[3]) <= 0.02:
+                return False
+    return True
+
+
+def run(backend: str, bridge_hz: float, episodes: int, seed0: int, step_period: float = 0.0,
+        carry: bool = False) -> list:
     from rlstack_bundle import bundle
 
     from rlstack_learning.envs.base import EVAL_SEED_BASE
@@ -71,6 +109,16 @@ def run(backend: str, bridge_hz: float, episodes: int, seed0: int, step_period: 
                 width = float(raw[3])
                 held_min = width if held_min is None else min(held_min, width)
             width = float(env._raw_obs()[3])
+            if width > 0.02 and carry:
+                for name, plan in MANOEUVRES:
+                    if not drive(env, per_command, plan):
+                        results.append((f"fell out: {name}", round(float(env._raw_obs()[3]) * 100, 2)))
+                        break
+                else:
+                    results.append(("held through every manoeuvre", round(float(env._raw_obs()[3]) * 100, 2)))
+                env.sim.set_base_velocity(0.0, 0.0)
+                env.sim.set_control_rate(env.control_rate_hz)
+                continue
             results.append(("held" if width > 0.02 else "dropped", round(width * 100, 2)))
             env.sim.set_control_rate(env.control_rate_hz)
     finally:
@@ -87,12 +135,14 @@ def main(argv=None) -> int:
     ap.add_argument("--step-period", type=float, default=0.0,
                     help="spread each end-effector step over this long, s (the bridge's ee_step_period_s; 0: one "
                          "control period)")
+    ap.add_argument("--carry", action="store_true", help="after the stow, drive the base as navigation does "
+                    "(MANOEUVRES) and report which manoeuvre the cube fell out in")
     a = ap.parse_args(argv)
     for hz in a.bridge_hz:
-        res = run(a.backend, hz, a.episodes, a.seed0, a.step_period)
-        held = sum(r[0] == "held" for r in res)
+        res = run(a.backend, hz, a.episodes, a.seed0, a.step_period, a.carry)
+        held = sum(r[0].startswith("held") for r in res)
         lifted = sum(r[0] != "not lifted" for r in res)
-        print(f"{a.backend} bridge {hz:g} Hz, ee step period {a.step_period or 1 / hz:.4f} s: held after the stow {held} of {lifted} lifted ({a.episodes} episodes): {res}",
+        print(f"{a.backend} bridge {hz:g} Hz, ee step period {a.step_period or 1 / hz:.4f} s: held {'through the drive' if a.carry else 'after the stow'} {held} of {lifted} lifted ({a.episodes} episodes): {res}",
               flush=True)
     return 0
 

@@ -17,6 +17,9 @@ Read :meth:`FetchMission.run` top to bottom; it is the whole mission::
               up to ``max_grasp_attempts``                                   -> GRASP_FAILED
     RETURN    stow the arm in its carry pose, back off, drive to the stand pose behind the
               drop-off point                                                 -> UNREACHABLE
+              (the hand feels the object fall out on the way, or arrives empty: the base stops,
+              backs up to see the floor where it fell, and fetches it from there, up to
+              ``max_drop_recoveries`` times                                   -> GRASP_FAILED)
     DROP      put the object down at the drop-off point (the hand lowers it to the floor), open
               the gripper; the fingers must be seen open and the hand empty (re-tried by the
               robot)                                             -> RELEASE_FAILED / SUCCEEDED
@@ -65,6 +68,15 @@ class MissionAborted(Exception):
         self.reason = reason
 
 
+class _Dropped(Exception):
+    """The carried object fell out of the hand on the way to the drop-off (or the hand reached it
+    empty); ``where``: the base pose when it was felt."""
+
+    def __init__(self, reason: str, where: "Pose2D") -> None:
+        super().__init__(reason)
+        self.reason, self.where = reason, where
+
+
 class _WrongObject(MissionAborted):
     """The close look showed another kind of object than the match, or no object at all: try another
     match. ``code``: the mission's end when no other match turns up (NOT_FOUND: another kind of
@@ -104,6 +116,9 @@ class NavOutcome:
     #: navigation refused or paused the goal because the localiser reports the robot lost: no other
     #: pose is worth trying, the mission ends LOCALIZATION_LOST
     localization_lost: bool = False
+    #: the carried object left the hand during the drive (the fingers closed on nothing): the
+    #: drive was stopped there
+    dropped: bool = False
 
 
 @dataclass(frozen=True)
@@ -178,6 +193,12 @@ class FetchParams:
                                             # what navigation's sensors mark, grown by this (m; noisy depth makes
                                             # sensed blobs larger than the object)
     settle_s: float = 1.0                   # wait after docking / releasing (s), for the map and the object to settle
+    max_drop_recoveries: int = 1            # the carried object fell out on the way to the drop-off: fetch it again
+                                            # from where it fell this many times (0: GRASP_FAILED at once)
+    drop_search_radius: float = 1.5         # ... a match this far from the base where the fall was felt is the
+                                            # fallen object (m)
+    drop_backoff: float = 0.5               # ... the base backs up this far first (m): the fallen object lies near
+                                            # the carry point, closer than the camera sees the floor
 
 
 class RobotPorts(Protocol):
@@ -204,7 +225,12 @@ class RobotPorts(Protocol):
         """Run the lift; ``estimate``: estimate the grasp pose first (False: use the one held by
         :meth:`estimate_target`)."""
     def recover_arm(self) -> None: ...
-    def stow(self) -> GraspOutcome: ...
+    def stow(self) -> GraspOutcome:
+        """Bring the lifted object to the carry pose; ok while the fingers still close on it. From a
+        successful stow until :meth:`release` or :meth:`recover_arm`, :meth:`navigate` watches the
+        hand and ends a drive the moment the object falls out (``NavOutcome.dropped``)."""
+    def holding(self) -> bool:
+        """The fingers are closed on something (robot mode: felt through the finger joints)."""
     def release(self) -> GraspOutcome:
         """Put the object down and open the gripper; ok once the hand let go of it (fingers seen open,
         the object not rising with the hand)."""
@@ -527,7 +553,21 @@ class FetchMission:
                 raise MissionAborted(FetchCode.ERROR, "drop-off pose is not finite")
             target = self._fetch_the_right_object(query, result)
             result.target = target
-            self._return(dropoff)
+            drops = 0
+            while True:
+                try:
+                    self._return(dropoff)
+                    if not self.ports.holding():   # fell out at the last moment, or the watch missed it
+                        raise _Dropped(f"'{target.label}' is no longer in the hand at the drop-off",
+                                       self.ports.base_pose())
+                    break
+                except _Dropped as exc:
+                    drops += 1
+                    if drops > self.p.max_drop_recoveries:
+                        raise MissionAborted(FetchCode.GRASP_FAILED, f"{exc.reason} ({drops} drop(s) on the way; "
+                                                                     f"max_drop_recoveries {self.p.max_drop_recoveries})")
+                    target = self._fetch_dropped(query, target, exc, result)
+                    result.target = target
             self._enter("DROP", "putting it down at the drop-off point")
             released = self.ports.release()
             if not released.ok:
@@ -540,6 +580,46 @@ class FetchMission:
         self._close()
         result.phase_durations = dict(self.durations)
         return result
+
+    def _fetch_dropped(self, query: str, carried: Match, drop: _Dropped, result: FetchResult) -> Match:
+        """The object fell out on the way: open the hand, back up ``drop_backoff`` (it lies near the
+        carry point, closer than the camera sees the floor), and fetch the match of ``query`` nearest
+        to where the fall was felt, within ``drop_search_radius``; turning in place to look around
+        when none is in view. GRASP_FAILED when none turns up: the map still holds the object where
+        it was picked from, so a search of the whole map would drive back to the empty table."""
+        where = drop.where
+        self._enter("RETURN", f"{drop.reason}; looking for it near ({where.x:.2f}, {where.y:.2f})")
+        self.ports.recover_arm()
+        self.ports.drive_straight(-self.p.drop_backoff)
+        looks = max(1, self.p.look_around_yaws)
+        best_there: Optional[Match] = None
+        for k in range(looks):
+            self.ports.wait(self.p.settle_s)
+            matches = [m for m in self.ports.query(query)
+                       if math.hypot(m.x - where.x, m.y - where.y) <= self.p.drop_search_radius]
+            # The map may still hold the object where it was picked up (within the radius when it
+            # fell right after the grasp): not there any more. A near miss counts (a cube on the floor
+            # seen from 1 m scores ~0.84): the close look from its staging pose confirms it first.
+            fallen = best_match(matches, min(self.p.near_miss_score, self.p.min_match_score), avoid=[carried])
+            for m in matches:
+                if math.isfinite(m.score) and (best_there is None or m.score > best_there.score):
+                    best_there = m
+            if fallen is not None:
+                confirmed = fallen.score >= self.p.min_match_score
+                self.ports.feedback("RETURN", f"'{fallen.label}' seen at ({fallen.x:.2f}, {fallen.y:.2f}), score "
+                                              f"{fallen.score:.2f}: fetching it again")
+                try:
+                    return self._navigate_and_grasp(query, replace(fallen, confirmed=confirmed), result)
+                except _WrongObject as exc:
+                    raise MissionAborted(FetchCode.GRASP_FAILED, f"{drop.reason}; then {exc.reason}") from None
+            if k < looks - 1:
+                self.ports.turn(2 * math.pi / looks)
+        seen = (f"best there: '{best_there.label}' at ({best_there.x:.2f}, {best_there.y:.2f}) scored "
+                f"{best_there.score:.2f}" if best_there is not None else "the map answered nothing there")
+        raise MissionAborted(FetchCode.GRASP_FAILED, f"{drop.reason}, and no match of '{query}' scoring "
+                                                     f"{min(self.p.near_miss_score, self.p.min_match_score):g} or more "
+                                                     f"was seen within {self.p.drop_search_radius:g} m of "
+                                                     f"({where.x:.2f}, {where.y:.2f}) ({seen})")
 
     def _fetch_the_right_object(self, query: str, result: FetchResult) -> Match:
         """Choose a match, drive to it and lift it. A match that the close look shows to be another
@@ -732,7 +812,7 @@ class FetchMission:
         outcome = NavOutcome(False, "not tried")
         for attempt in range(max(1, self.p.max_nav_attempts)):
             outcome = self._navigate(pose)
-            if outcome.ok:
+            if outcome.ok or outcome.dropped:
                 return outcome
             self.ports.feedback(self._phase or "NAVIGATE", f"{what}: attempt {attempt + 1} failed ({outcome.reason})")
         return outcome
@@ -858,5 +938,8 @@ class FetchMission:
         self._enter("RETURN", f"carrying to ({dropoff.x:.2f}, {dropoff.y:.2f})")
         stand = stand_pose_for_drop(dropoff.x, dropoff.y, dropoff.yaw, self.p.carry_offset)
         outcome = self._drive_to(stand, "drop-off")
+        if outcome.dropped:
+            raise _Dropped(f"the carried object fell out of the hand on the way to the drop-off ({outcome.reason})",
+                           self.ports.base_pose())
         if not outcome.ok:
             raise MissionAborted(FetchCode.UNREACHABLE, f"could not reach the drop-off: {outcome.reason}")

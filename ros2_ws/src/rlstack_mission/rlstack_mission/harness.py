@@ -24,6 +24,38 @@ from .send_fetch import send_fetch
 DROPOFF_TOLERANCE = 0.35
 
 
+#: heights (m) of the fetched object's centre: carried above CARRIED_Z, lying on the floor below FLOOR_Z
+CARRIED_Z, FLOOR_Z = 0.3, 0.1
+
+
+def fall_before_drop(track: List[Tuple[float, ...]], phases: List[Tuple[float, str, str]]) -> Optional[Dict]:
+    """Where and when the fetched object came down to the floor, after it had been higher than
+    ``CARRIED_Z`` (on a table or in the hand) and before the mission's DROP phase began; None when
+    it did not. ``track``: (s since the goal, object x, y, z, base x, y, yaw), ground truth;
+    ``phases``: the mission's feedback (s, phase, detail). For diagnosis: a fetch that ended with the
+    object far from the drop-off lost it on the way (or pushed it off its table). Also the base's
+    pose then, and its speed and turn rate over the second before."""
+    drop_t = next((t for t, ph, _ in phases if ph == "DROP"), math.inf)
+    carried = False
+    for i, (t, x, y, z, bx, by, byaw) in enumerate(track):
+        if t >= drop_t:
+            break
+        carried = carried or z > CARRIED_Z
+        if carried and z < FLOOR_Z:
+            phase, detail = next(((ph, d) for pt, ph, d in reversed(phases) if pt <= t), ("", ""))
+            fell = {"t_s": round(t, 2), "at": [round(x, 3), round(y, 3), round(z, 3)], "phase": phase,
+                    "phase_detail": detail, "base": [round(bx, 3), round(by, 3), round(byaw, 3)]}
+            before = [p for p in track[:i] if t - 1.5 <= p[0] <= t - 0.5]   # the fall takes ~0.3 s
+            if before:
+                t0, *_, bx0, by0, byaw0 = before[0]
+                t1, *_, bx1, by1, byaw1 = before[-1]
+                if t1 > t0:
+                    fell["base_speed_mps"] = round(math.hypot(bx1 - bx0, by1 - by0) / (t1 - t0), 3)
+                    fell["base_turn_rate_radps"] = round(math.remainder(byaw1 - byaw0, 2 * math.pi) / (t1 - t0), 3)
+            return fell
+    return None
+
+
 class FetchHarness:
     """Needs a node spun by an executor in another thread (e.g. rlstack_testing's probe)."""
 
@@ -54,6 +86,11 @@ class FetchHarness:
         self.loc_errors: List[Tuple[float, ...]] = []
         self._judge_from = -math.inf      # sim time: estimates of older frames are not judged
         self.lost_events = 0
+        # judging the carry (sim-only truth): the fetched object's track while a fetch runs
+        self._track_target: Optional[str] = None
+        self._track_t0 = 0.0
+        # (wall s since the goal, object x, y, z, base x, y, yaw)
+        self.object_track: List[Tuple[float, ...]] = []
         node.create_subscription(PoseWithCovarianceStamped, "/amcl_pose", self._on_estimate, LATCHED)
         node.create_subscription(MarkerArray, "/sim_ground_truth/markers", self._on_gt, 10)
         node.create_subscription(Odometry, "/odom", self._on_odom, 20)
@@ -64,6 +101,11 @@ class FetchHarness:
     def _on_gt(self, msg) -> None:
         with self._lock:
             self.ground_truth = {m.ns: (m.pose.position.x, m.pose.position.y, m.pose.position.z) for m in msg.markers}
+            where = self.ground_truth.get(self._track_target) if self._track_target else None
+            now = time.monotonic() - self._track_t0
+            if where is not None and (not self.object_track or now - self.object_track[-1][0] >= 0.2):
+                hist = self._truth_hist[-1][1:] if self._truth_hist else (math.nan,) * 3
+                self.object_track.append((now, *where, *hist))
 
     def _on_odom(self, msg) -> None:
         p = msg.pose.pose.position
@@ -224,10 +266,16 @@ class FetchHarness:
         with self._lock:
             self.loc_errors, self.lost_events = [], 0
             self._judge_from = self._truth_hist[-1][0] if self._truth_hist else -math.inf
-        result = send_fetch(self.node, layout.query, layout.dropoff, timeout_s, on_feedback=fb)
+            self._track_target, self._track_t0, self.object_track = layout.target, t0, []
+        try:
+            result = send_fetch(self.node, layout.query, layout.dropoff, timeout_s, on_feedback=fb)
+        finally:
+            with self._lock:
+                self._track_target = None
         with self._lock:
             loc = list(self.loc_errors)
             lost = self.lost_events
+            track = list(self.object_track)
         time.sleep(1.0)  # let the dropped object come to rest before judging
         gt = self.wait_ground_truth()
         x, y, z = gt.get(layout.target, (math.nan, math.nan, math.nan))
@@ -238,6 +286,13 @@ class FetchHarness:
             dropoff_error_m=round(err, 3), distance_driven_m=round(self.path_length, 2), feedback=phases,
             grasp_attempts=sum(1 for _, ph, d in phases if ph == "GRASP" and d.startswith("lifting")),
             success=bool(result["code"] == 0 and err <= DROPOFF_TOLERANCE and z < 0.15))
+        if not result["success"]:   # what lies at the drop-off instead (a wrong object fetched?)
+            result["objects_at_dropoff"] = sorted(
+                name for name, (ox, oy, oz) in gt.items()
+                if math.hypot(ox - layout.dropoff[0], oy - layout.dropoff[1]) <= DROPOFF_TOLERANCE and oz < 0.15)
+        fell = fall_before_drop(track, phases)
+        if fell is not None:   # the object left the hand before the put-down (sim-only truth: judging, not used)
+            result["object_fell"] = fell
         if loc:   # a localiser ran (its /amcl_pose against the truth, sim-only: judging, not used)
             pos = sorted(e[0] for e in loc)
             result.update(loc_estimates=len(loc), loc_error_median_m=round(statistics.median(pos), 4),

@@ -187,6 +187,14 @@ class MissionNode(Node):
             floor_square_up_deg=d("floor_square_up_deg", p.floor_square_up_deg, "A cube on the floor turned more "
                                   "than this from the approach (mod 90 deg) is approached again square to a face, "
                                   "deg (45: never)", min_value=0.0, max_value=45.0),
+            max_drop_recoveries=d("max_drop_recoveries", p.max_drop_recoveries, "The carried object fell out of "
+                                  "the hand on the way to the drop-off (felt through the fingers): fetch it again from "
+                                  "where it fell this many times before GRASP_FAILED", min_value=0, max_value=5),
+            drop_search_radius=d("drop_search_radius", p.drop_search_radius, "A match this far from where the fall "
+                                 "was felt is the fallen object, m", min_value=0.1, max_value=5.0),
+            drop_backoff=d("drop_backoff", p.drop_backoff, "After a fall the base backs up this far before looking "
+                           "(the object lies near the carry point, closer than the camera sees the floor), m",
+                           min_value=0.0, max_value=2.0),
         )
         self.robot_radius = d("robot_radius", 0.5, "Footprint radius used to check staging poses (as nav), m",
                               min_value=0.01, max_value=5.0)
@@ -242,6 +250,9 @@ class MissionNode(Node):
         self.hold_s = d("hold_s", 1.0, "The lift must hold this long, s (sim time)", min_value=0.0, max_value=60.0)
         self.min_finger_width = d("min_finger_width", 0.02, "Closed fingers wider than this hold something, m",
                                   min_value=0.0, max_value=0.08)
+        self.drop_confirm_s = d("drop_confirm_s", 0.3, "While carrying, fingers closed to min_finger_width or less "
+                                "for this long mean the object fell out: the drive stops, s (wall)", min_value=0.0,
+                                max_value=5.0)
         self.release_rise = d("release_rise", 0.10, "After opening, the hand rises this far; an object that rose "
                               "with it more than half of this is still in the hand (where its height is known: the "
                               "ground-truth ablation), m", min_value=0.02, max_value=0.5)

@@ -48,6 +48,8 @@ class RosPorts:
         self._wrist_yaw: Optional[float] = None   # last /arm/ee_yaw sent in this fetch (None: none yet)
         self._asked = ""   # the user's words (the last query): the close look is checked against their shape
         self._map_status = ""   # the semantic map's summary with its last answer
+        self.carrying = False   # from a stow that held the object until the release or recover_arm
+        self._empty_since: Optional[float] = None   # while carrying: when the fingers were first felt closed
 
     # -- plumbing
     def _check_cancel(self) -> None:
@@ -229,9 +231,17 @@ class RosPorts:
             return NavOutcome(False, "navigation rejected the goal")
         fut = handle.get_result_async()
         last_feedback[0] = time.monotonic()
+        self._empty_since = None
         try:
             while not fut.done():
                 self._check_cancel()
+                if self._fell_out():
+                    handle.cancel_goal_async()
+                    self.n.cmd_pub.publish(Twist())
+                    width = self.n.fingers or 0.0
+                    self.n.get_logger().warning(f"the carried object fell out of the hand: the fingers closed to "
+                                                f"{width * 100:.1f} cm; drive stopped")
+                    return NavOutcome(False, f"the fingers closed to {width * 100:.1f} cm mid-drive", dropped=True)
                 # A navigation node that dies mid-goal never answers, and a respawned one does not know
                 # the goal; its server may even look alive throughout (DDS notices a killed process only
                 # when its lease runs out, by which time the new one is up). A running goal sends feedback
@@ -248,6 +258,20 @@ class RosPorts:
         names = {v: k for k, v in vars(NavigateTo.Result).items() if k.isupper() and isinstance(v, int)}
         return NavOutcome(False, f"{names.get(res.code, res.code)}: {res.reason}",
                           localization_lost=res.code == NavigateTo.Result.LOCALIZATION_LOST)
+
+    def holding(self) -> bool:
+        return self.n.holding
+
+    def _fell_out(self) -> bool:
+        """While carrying: the fingers felt closed on nothing for ``drop_confirm_s`` (a held cube
+        keeps them ~5 cm apart; an empty hand closes them below ``min_finger_width``)."""
+        if not self.carrying or self.n.holding:
+            self._empty_since = None
+            return False
+        now = time.monotonic()
+        if self._empty_since is None:
+            self._empty_since = now
+        return now - self._empty_since >= self.n.drop_confirm_s
 
     def _navigation_lost(self, pose: Pose2D, resends: int) -> NavOutcome:
         """Navigation went silent mid-goal (its process died): stop the base, wait for the node to be
@@ -608,10 +632,11 @@ class RosPorts:
             # 2 of 19 put-downs kept the fingers shut; in process a turned hand released 6 of 6, so
             # this is a precaution, not a found cause)
             self._turn_wrist(0.0)
-        holding = self.n.holding
+        holding = self.carrying = self.n.holding
         return GraspOutcome(holding, "" if holding else "the fingers closed on nothing")
 
     def recover_arm(self) -> None:
+        self.carrying = False
         self.n.target_name = None
         self.n.held_target = None
         self.n.gripper_pub.publish(Bool(data=True))
@@ -672,6 +697,7 @@ class RosPorts:
         """
         carried = self.n.target_name
         self.n.target_name = None
+        self.carrying = False
         self._move_ee(self.n.place_point, 6.0, gripper_open=False, stop_when_blocked=True)
         why = ""
         try:

@@ -84,7 +84,7 @@ class ScriptedRobot:
     """RobotPorts on a script: which queries answer, which navigation goals fail, grasp outcomes."""
 
     def __init__(self, home, found_after_queries=0, nav_fails=(), grasps=(True,), cancel_after=None,
-                 releases=True, estimates=()):
+                 releases=True, estimates=(), hand=()):
         self.mask, self.res, self.origin = home
         self.queries = 0
         self.found_after = found_after_queries
@@ -98,6 +98,8 @@ class ScriptedRobot:
         self.estimates = list(estimates)    # GraspOutcome of each estimate_target (default: ok)
         self.grasp_estimates = []           # the ``estimate`` flag of each grasp
         self.sensed = None                  # navigation's sensed obstacle mask (None: unknown)
+        self.hand = list(hand)                    # holding() answers in turn (then True)
+        self.fallen = None                  # the dropped cube's match, answered once a drive felt it fall
 
     def _tick(self, what):
         self.log.append(what)
@@ -108,7 +110,8 @@ class ScriptedRobot:
         self._tick("query")
         self.queries += 1
         if self.queries > self.found_after and "cube" in text:
-            return [Match(7, "yellow cube", 2.6, -1.85, 0.525, 0.95), Match(8, "yellow ball", 0, 1, 0.03, 0.3)]
+            extra = [self.fallen] if self.fallen is not None else []
+            return [Match(7, "yellow cube", 2.6, -1.85, 0.525, 0.95), Match(8, "yellow ball", 0, 1, 0.03, 0.3), *extra]
         return [Match(8, "yellow ball", 0, 1, 0.03, 0.3)]
 
     def sensed_obstacles(self):
@@ -121,6 +124,10 @@ class ScriptedRobot:
         self._tick("navigate")
         fail = self.nav_fails.pop(0) if self.nav_fails else False
         if isinstance(fail, NavOutcome):   # a scripted outcome
+            if fail.dropped:                # stopped halfway; the cube lies on the open floor ahead
+                self.pose = Pose2D((self.pose.x + pose.x) / 2, (self.pose.y + pose.y) / 2, pose.yaw)
+                self.fallen = Match(9, "yellow cube", self.pose.x + 0.4 * math.cos(pose.yaw),
+                                    self.pose.y + 0.4 * math.sin(pose.yaw), 0.025, 0.93)
             return fail
         if fail:
             return NavOutcome(False, "BLOCKED: path blocked after replanning")
@@ -162,6 +169,9 @@ class ScriptedRobot:
     def stow(self):
         self._tick("stow")
         return GraspOutcome(True)
+
+    def holding(self):
+        return self.hand.pop(0) if self.hand else True
 
     def release(self):
         self._tick("release")
@@ -448,6 +458,42 @@ def test_a_gripper_that_does_not_let_go_is_a_release_failure_not_a_success(home)
     assert r.code == FetchCode.RELEASE_FAILED
     assert "could not let go of 'yellow cube'" in r.reason and "5.3 cm" in r.reason
     assert robot.log.count("release") == 1 and r.phase_durations.keys() >= {"RETURN", "DROP"}
+
+
+DROPPED = NavOutcome(False, "the fingers closed to 0.0 cm mid-drive", dropped=True)
+
+
+def test_an_object_that_falls_out_on_the_way_is_fetched_again_from_the_floor(home):
+    """Two false successes (MuJoCo seeds 2 and 11) and a CI failure: the cube fell out of the hand on
+    the way and the put-down with an empty hand was called SUCCEEDED. Now the drive stops where the
+    fall is felt, the base backs up to see the floor, and the fallen cube is fetched again."""
+    robot = ScriptedRobot(home, nav_fails=[False, DROPPED], grasps=(True, True))
+    r = run(robot)
+    assert r.code == FetchCode.SUCCEEDED, r.reason
+    assert r.grasp_attempts == 1 and robot.log.count("grasp") == 2 and robot.log.count("release") == 1
+    after = robot.log[robot.log.index("stow") + 1:]
+    assert after[:4] == ["drive -0.22", "[RETURN]", "navigate", "[RETURN]"]   # the drive that felt the fall
+    assert "recover" in after and "drive -0.50" in after                # hand open, back up to look
+    assert "estimate" in after                                          # a floor grasp: estimated from afar
+    assert r.target.object_id == 9 and any("fell out of the hand" in d for d in robot.details)
+
+
+def test_a_fall_is_not_retried_past_max_drop_recoveries(home):
+    robot = ScriptedRobot(home, nav_fails=[False, DROPPED], grasps=(True, True))
+    r = run(robot, max_drop_recoveries=0)
+    assert r.code == FetchCode.GRASP_FAILED and "fell out of the hand" in r.reason
+    assert "release" not in robot.log and robot.log.count("navigate") == 2    # no second try of the drive
+
+
+def test_an_empty_hand_at_the_drop_off_is_never_a_success(home):
+    """The watch missed it (or it fell in the last moment): the hand is felt empty before the
+    put-down; nothing matches near where the robot stands, so the mission says so."""
+    robot = ScriptedRobot(home, hand=[False], grasps=(True,))
+    r = run(robot)
+    assert r.code == FetchCode.GRASP_FAILED and "no longer in the hand" in r.reason
+    assert "no match of 'the yellow cube' scoring 0.6 or more was seen within 1.5 m" in r.reason
+    assert "release" not in robot.log
+    assert robot.log.count("turn") == 3     # looked around (look_around_yaws 4) before giving up
 
 
 def test_lost_localisation_ends_the_mission_at_once_with_its_reason(home):
