@@ -93,14 +93,15 @@ _WHEEL_ARMATURE = 0.05
 #: keeps that stiffness stable at 240 Hz (natural frequency ~120 rad/s with the finger's mass).
 _FINGER_FULL_FORCE_ERROR = 0.005
 _FINGER_ARMATURE = 0.3
-#: Friction: elliptic cones with frictional constraints 10x harder than normal ones (``impratio``),
+#: Friction: elliptic cones with frictional constraints 3x harder than normal ones (``impratio``),
 #: MuJoCo's advice for grasping. With its defaults (pyramidal cones, impratio 1) carried cubes left
 #: the closed hand under the base's turns and stops (``tools/stow_rate_check.py --carry``, seeds
-#: 700-705 and 800-809: 6 of 14 held through every manoeuvre; the fetch graph lost the cube on the
-#: way to the drop-off in seeds 2 and 11); with these 12 of 13. noslip_iterations 10 (pyramidal):
-#: 11 of 13; both together: 2 of 8.
+#: 700-705 and 800-809: 6 of 14 lifted cubes held through every manoeuvre; the fetch graph lost the
+#: cube on the way to the drop-off in seeds 2 and 11); with these 13 of 14 (the other one lost in
+#: the stow). impratio 10 held 12 of 14 but the fixed-base lift fell from 94 to 86 of 100
+#: (``rlstack_learning.transfer``); with 3 it is 97 of 100 (docs/training.md).
 _FRICTION_CONE = mujoco.mjtCone.mjCONE_ELLIPTIC
-_IMPRATIO = 10.0
+_IMPRATIO = 3.0
 # Optical frame (z forward, y down) -> MuJoCo/OpenGL camera frame (looks down -z, y up): rotate
 # pi about x. As a quaternion (xyzw): (1, 0, 0, 0).
 _OPTICAL_TO_GL = np.array([1.0, 0.0, 0.0, 0.0])

@@ -612,6 +612,10 @@ class FetchMission:
                     return self._navigate_and_grasp(query, replace(fallen, confirmed=confirmed), result)
                 except _WrongObject as exc:
                     raise MissionAborted(FetchCode.GRASP_FAILED, f"{drop.reason}; then {exc.reason}") from None
+                except MissionAborted as exc:   # the reason tells the whole story: it fell out first
+                    if exc.code in (FetchCode.CANCELED, FetchCode.ERROR):
+                        raise
+                    raise MissionAborted(exc.code, f"{drop.reason}; then {exc.reason}") from None
             if k < looks - 1:
                 self.ports.turn(2 * math.pi / looks)
         seen = (f"best there: '{best_there.label}' at ({best_there.x:.2f}, {best_there.y:.2f}) scored "

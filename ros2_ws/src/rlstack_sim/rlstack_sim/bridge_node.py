@@ -32,11 +32,11 @@ from tf2_msgs.msg import TFMessage
 from visualization_msgs.msg import MarkerArray
 
 from rlstack_common import declare_parameter, run_node
-from rlstack_interfaces.srv import ResetSim, SimStep
+from rlstack_interfaces.srv import MoveObjects, ResetSim, SimStep
 from rlstack_sim import convert
 from rlstack_sim.commands import VelocityLimiter
-from rlstack_sim.core import (BaseOdometry, CommandHandler, Stepper, apply_request_commands, apply_reset,
-                              check_reset, diagnostic_values, make_backend, plan_request_commands)
+from rlstack_sim.core import (BaseOdometry, CommandHandler, Stepper, apply_moves, apply_request_commands,
+                              apply_reset, check_reset, diagnostic_values, make_backend, plan_request_commands)
 from rlstack_sim.config import MODES, ConfigError, RateMeter, check_choice, every_n_steps, steps_per_control
 from rlstack_sim.parameters import bridge_parameters, depth_noise, odometry_errors
 
@@ -100,6 +100,7 @@ class SimBridge(Node):
         self.tf_static_pub = self.create_publisher(TFMessage, "/tf_static", STATIC_QOS)
         self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.create_service(ResetSim, "~/reset", self._on_reset)
+        self.create_service(MoveObjects, "~/move_objects", self._on_move_objects)
         self.create_service(SimStep, "~/step", self._on_step)
         self.create_service(SetBool, "~/pause", self._on_pause)
 
@@ -351,6 +352,19 @@ class SimBridge(Node):
         moved = f", moved {', '.join(names)}" if names else ""
         response.message = f"scene '{scene}' reset with seed {request.seed}{moved}"
         response.sim_time = self._stamp()
+        return response
+
+    def _on_move_objects(self, request: MoveObjects.Request, response: MoveObjects.Response) -> MoveObjects.Response:
+        """Simulator-only (evaluators, tests, fault injection): place objects now, no reset."""
+        names, poses = list(request.object_names), list(request.object_poses)
+        if len(names) != len(poses):
+            response.success = False
+            response.message = f"object_names ({len(names)}) and object_poses ({len(poses)}) differ in length"
+            return response
+        failed = apply_moves(self.sim, [(n, [p.position.x, p.position.y, p.position.z],
+                                         [p.orientation.x, p.orientation.y, p.orientation.z, p.orientation.w])
+                                        for n, p in zip(names, poses)])
+        response.success, response.message = not failed, failed or f"moved {', '.join(names) or 'nothing'}"
         return response
 
     def _on_step(self, request: SimStep.Request, response: SimStep.Response) -> SimStep.Response:

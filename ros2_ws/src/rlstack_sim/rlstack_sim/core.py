@@ -510,6 +510,26 @@ def apply_reset(sim, scene: str, current_scene: Callable[[], str], seed: int,
     return ""
 
 
+def apply_moves(sim, objects: Sequence[Tuple[str, Sequence[float], Sequence[float]]]) -> str:
+    """Place ``(name, position, quaternion xyzw)`` objects now, at rest, without a reset (the
+    bridge's ``~/move_objects``: evaluators, tests, fault injection). All or nothing: every name
+    and pose is checked first. Returns '' or why nothing moved."""
+    from sim_bridges.contract import Pose as SimPose
+
+    known = set(sim.ground_truth())
+    for name, position, quaternion in objects:
+        if name not in known:
+            return f"unknown object '{name}'; objects: {', '.join(sorted(known))}"
+        values = [float(v) for v in (*position, *quaternion)]
+        if not all(math.isfinite(v) for v in values):
+            return f"pose of '{name}' is not finite: {values}"
+        if abs(math.sqrt(sum(v * v for v in quaternion)) - 1.0) > 1e-3:
+            return f"orientation of '{name}' is not a unit quaternion: {list(quaternion)}"
+    for name, position, quaternion in objects:
+        sim.set_object_pose(name, SimPose(list(position), list(quaternion)))
+    return ""
+
+
 def diagnostic_values(stepper: Stepper, commands: CommandHandler, scene: str, control_rate: float,
                       meters: Dict[str, RateMeter], camera_meters: Dict[str, RateMeter],
                       now: float) -> Tuple[bool, str, Dict[str, str]]:

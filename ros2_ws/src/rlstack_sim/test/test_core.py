@@ -8,8 +8,8 @@ from sim_bridges import Capability, make_scene, scene_names
 
 from rlstack_sim.commands import VelocityLimiter
 from rlstack_sim.config import ConfigError, RateMeter
-from rlstack_sim.core import (BaseOdometry, CommandHandler, Stepper, apply_reset, check_reset, diagnostic_values,
-                              make_backend)
+from rlstack_sim.core import (BaseOdometry, CommandHandler, Stepper, apply_moves, apply_reset, check_reset,
+                              diagnostic_values, make_backend)
 from rlstack_sim.parameters import bridge_parameters, depth_noise, odometry_errors
 
 PERIOD = 1.0 / 60.0
@@ -145,6 +145,26 @@ def test_apply_reset_reports_and_recovers(cartpole):
     loads = []
     apply_reset(sim, "ball_plate", lambda: "cartpole", 1, [], lambda s, seed: loads.append((s, seed)))
     assert loads == [("ball_plate", 1)]
+
+
+def test_apply_moves_places_objects_now_or_nothing(home):
+    """The bridge's ~/move_objects (evaluators, tests): objects placed at rest without a reset;
+    a bad request moves nothing."""
+    sim = home[0]
+    sim.step(5)
+    t = sim.sim_time
+    before = {n: list(o.pose.position) for n, o in sim.ground_truth().items()}
+    assert apply_moves(sim, [("red_cube", [1.0, 0.5, 0.025], [0, 0, 0, 1])]) == ""
+    assert sim.sim_time == t                                           # no reset
+    sim.step(30)
+    moved = sim.ground_truth()["red_cube"].pose.position
+    assert moved[0] == pytest.approx(1.0, abs=0.01) and moved[1] == pytest.approx(0.5, abs=0.01)
+    assert sim.ground_truth()["blue_cube"].pose.position[0] == pytest.approx(before["blue_cube"][0], abs=1e-3)
+    for bad, why in ((("no_such", [0, 0, 0.1], [0, 0, 0, 1]), "unknown object 'no_such'"),
+                     (("red_cube", [math.nan, 0, 0.1], [0, 0, 0, 1]), "not finite"),
+                     (("red_cube", [0, 0, 0.1], [0, 0, 0, 2]), "not a unit quaternion")):
+        assert why in apply_moves(sim, [("blue_cube", [2.0, 2.0, 0.025], [0, 0, 0, 1]), bad])
+    assert sim.ground_truth()["blue_cube"].pose.position[0] == pytest.approx(before["blue_cube"][0], abs=1e-3)
 
 
 def test_diagnostics_values(cartpole):
