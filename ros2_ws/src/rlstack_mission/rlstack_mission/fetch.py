@@ -225,6 +225,8 @@ class RobotPorts(Protocol):
         """Run the lift; ``estimate``: estimate the grasp pose first (False: use the one held by
         :meth:`estimate_target`)."""
     def recover_arm(self) -> None: ...
+    def clear_view(self) -> None:
+        """Move the arm out of the head camera's view (in the carry pose it hides the floor ahead)."""
     def stow(self) -> GraspOutcome:
         """Bring the lifted object to the carry pose; ok while the fingers still close on it. From a
         successful stow until :meth:`release` or :meth:`recover_arm`, :meth:`navigate` watches the
@@ -591,6 +593,7 @@ class FetchMission:
         self._enter("RETURN", f"{drop.reason}; looking for it near ({where.x:.2f}, {where.y:.2f})")
         self.ports.recover_arm()
         self.ports.drive_straight(-self.p.drop_backoff)
+        self.ports.clear_view()   # in the carry pose the arm hides the floor where the object lies
         looks = max(1, self.p.look_around_yaws)
         best_there: Optional[Match] = None
         for k in range(looks):
@@ -605,6 +608,7 @@ class FetchMission:
                 if math.isfinite(m.score) and (best_there is None or m.score > best_there.score):
                     best_there = m
             if fallen is not None:
+                self.ports.recover_arm()   # back to the carry pose for the drive
                 confirmed = fallen.score >= self.p.min_match_score
                 self.ports.feedback("RETURN", f"'{fallen.label}' seen at ({fallen.x:.2f}, {fallen.y:.2f}), score "
                                               f"{fallen.score:.2f}: fetching it again")
@@ -618,6 +622,7 @@ class FetchMission:
                     raise MissionAborted(exc.code, f"{drop.reason}; then {exc.reason}") from None
             if k < looks - 1:
                 self.ports.turn(2 * math.pi / looks)
+        self.ports.recover_arm()
         seen = (f"best there: '{best_there.label}' at ({best_there.x:.2f}, {best_there.y:.2f}) scored "
                 f"{best_there.score:.2f}" if best_there is not None else "the map answered nothing there")
         raise MissionAborted(FetchCode.GRASP_FAILED, f"{drop.reason}, and no match of '{query}' scoring "

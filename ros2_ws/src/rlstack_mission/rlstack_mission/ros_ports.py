@@ -647,6 +647,10 @@ class RosPorts:
             self._turn_wrist(0.0)
         self._move_ee(self.n.carry_point, 4.0, gripper_open=True)
 
+    def clear_view(self) -> None:
+        self._move_ee(self.n.look_arm_point, 4.0, gripper_open=True)
+        self._sim_sleep(0.3)   # frames taken with the arm away
+
     def _settled_finger_width(self, timeout_s: float) -> float:
         """The finger opening once the fingers stop moving after a command (or at ``timeout_s``, sim
         time): a fixed wait read the opening before a late 'close' had reached the gripper."""

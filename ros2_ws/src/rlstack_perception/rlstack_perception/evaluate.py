@@ -34,8 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
-#: the old "unseen wordings" columns' words; other kinds are asked with their kind word
-SHAPE_WORDS = {"cube": ("cube", "block"), "ball": ("ball", "sphere"), "cylinder": ("cylinder",)}
+from rlstack_perception.wordings import UNSEEN_SHAPE_WORDS
+
 TRAINED_TEMPLATES = ("{c} {s}", "the {c} {s}")
 UNSEEN_TEMPLATES = ("the {c} {w}", "a {c} {w}", "where is the {c} {w}?", "bring me the {c} {w}")
 
@@ -43,7 +43,7 @@ UNSEEN_TEMPLATES = ("the {c} {w}", "a {c} {w}", "where is the {c} {w}?", "bring 
 def wordings(label: str):
     c, s = label.split()
     trained = [t.format(c=c, s=s) for t in TRAINED_TEMPLATES]
-    unseen = [t.format(c=c, w=w) for w in SHAPE_WORDS.get(s, (s,)) for t in UNSEEN_TEMPLATES]
+    unseen = [t.format(c=c, w=w) for w in UNSEEN_SHAPE_WORDS.get(s, (s,)) for t in UNSEEN_TEMPLATES]
     unseen = [u for u in unseen if u not in trained]
     return trained, unseen
 

@@ -28,11 +28,11 @@ import numpy as np
 
 from rlstack_perception.embed import (CROP, PROTOTYPE_TEMPLATES, WEIGHTS_DIR, TextEncoder, crop_input)
 from rlstack_perception.embed import ALL_LABELS as LABELS   # colour x every kind (embed.KINDS)
+from rlstack_perception.wordings import UNSEEN_SHAPE_WORDS
 
 BACKGROUND = "background clutter"
 ALL_LABELS = LABELS + (BACKGROUND,)
 #: unseen query wordings for the retrieval report: synonyms and phrasings never used as targets
-UNSEEN_SHAPE_WORDS = {"cube": ("cube", "block"), "ball": ("ball", "sphere"), "cylinder": ("cylinder",)}
 UNSEEN_TEMPLATES = ("the {c} {w}", "a {c} {w}", "where is the {c} {w}?", "bring me the {c} {w}",
                     "I am looking for a {c} {w}")
 

@@ -24,6 +24,10 @@ import numpy as np
 
 from rlstack_perception.embed import COLOURS, KINDS, SHAPES
 
+#: the label-level reports' unseen wordings (train_embedder's retrieval report, evaluate's "unseen"
+#: columns): shape synonyms never used as training targets; other kinds are asked with their kind word
+UNSEEN_SHAPE_WORDS = {"cube": ("cube", "block"), "ball": ("ball", "sphere"), "cylinder": ("cylinder",)}
+
 HELDOUT_FILE = Path(__file__).resolve().parent / "wordings" / "heldout.json"
 #: a second held-out set, written before the fourth session's retraining (columns prefixed "fresh_")
 HELDOUT_FRESH_FILE = HELDOUT_FILE.with_name("heldout_fresh.json")
