@@ -195,10 +195,11 @@ class FetchParams:
     settle_s: float = 1.0                   # wait after docking / releasing (s), for the map and the object to settle
     max_drop_recoveries: int = 1            # the carried object fell out on the way to the drop-off: fetch it again
                                             # from where it fell this many times (0: GRASP_FAILED at once)
-    drop_search_radius: float = 1.5         # ... a match this far from the base where the fall was felt is the
-                                            # fallen object (m)
-    drop_backoff: float = 0.5               # ... the base backs up this far first (m): the fallen object lies near
-                                            # the carry point, closer than the camera sees the floor
+    drop_search_radius: float = 1.5         # ... a match this far from where it most likely fell (carry_offset ahead
+                                            # of the base when the fall was felt) is the fallen object (m); it is
+                                            # looked for from floor_view_distance away
+    drop_backoff: float = 0.5               # ... no free pose to look from there: the base backs up this far instead
+                                            # (m; the object lies near the carry point, closer than the camera sees)
 
 
 class RobotPorts(Protocol):
@@ -584,29 +585,35 @@ class FetchMission:
         return result
 
     def _fetch_dropped(self, query: str, carried: Match, drop: _Dropped, result: FetchResult) -> Match:
-        """The object fell out on the way: open the hand, back up ``drop_backoff`` (it lies near the
-        carry point, closer than the camera sees the floor), and fetch the match of ``query`` nearest
-        to where the fall was felt, within ``drop_search_radius``; turning in place to look around
-        when none is in view. GRASP_FAILED when none turns up: the map still holds the object where
-        it was picked from, so a search of the whole map would drive back to the empty table."""
+        """The object fell out on the way: open the hand, go and look at where it most likely lies
+        (under the carry point, ``carry_offset`` ahead of the base when the fall was felt) from
+        ``floor_view_distance`` away (closer than ~0.72 m the head camera does not see the floor),
+        or, with no free pose for that, back up ``drop_backoff``; then fetch the match of ``query``
+        nearest to the fall within ``drop_search_radius``, turning in place to look around when none
+        is in view. GRASP_FAILED when none turns up: the map still holds the object where it was
+        picked from, so a search of the whole map would drive back to the empty table."""
         where = drop.where
-        self._enter("RETURN", f"{drop.reason}; looking for it near ({where.x:.2f}, {where.y:.2f})")
+        guess = (where.x + self.p.carry_offset * math.cos(where.yaw), where.y + self.p.carry_offset * math.sin(where.yaw))
+        self._enter("RETURN", f"{drop.reason}; looking for it near ({guess[0]:.2f}, {guess[1]:.2f})")
         self.ports.recover_arm()
-        self.ports.drive_straight(-self.p.drop_backoff)
+        mask, res, origin = self.ports.occupancy()
+        base = self.ports.base_pose()
+        views = plan_floor_approaches(mask, res, origin, guess[0], guess[1], self.p, self.robot_radius,
+                                      near=(base.x, base.y))
+        if not views or not self._drive_to(views[0].staging, "viewpoint of the fallen object").ok:
+            self.ports.drive_straight(-self.p.drop_backoff)
         self.ports.clear_view()   # in the carry pose the arm hides the floor where the object lies
         looks = max(1, self.p.look_around_yaws)
-        best_there: Optional[Match] = None
+        nearby: List[Match] = []
         for k in range(looks):
             self.ports.wait(self.p.settle_s)
             matches = [m for m in self.ports.query(query)
-                       if math.hypot(m.x - where.x, m.y - where.y) <= self.p.drop_search_radius]
+                       if math.hypot(m.x - guess[0], m.y - guess[1]) <= self.p.drop_search_radius]
             # The map may still hold the object where it was picked up (within the radius when it
             # fell right after the grasp): not there any more. A near miss counts (a cube on the floor
             # seen from 1 m scores ~0.84): the close look from its staging pose confirms it first.
             fallen = best_match(matches, min(self.p.near_miss_score, self.p.min_match_score), avoid=[carried])
-            for m in matches:
-                if math.isfinite(m.score) and (best_there is None or m.score > best_there.score):
-                    best_there = m
+            nearby = sorted((m for m in matches if math.isfinite(m.score)), key=lambda m: -m.score)
             if fallen is not None:
                 self.ports.recover_arm()   # back to the carry pose for the drive
                 confirmed = fallen.score >= self.p.min_match_score
@@ -623,12 +630,16 @@ class FetchMission:
             if k < looks - 1:
                 self.ports.turn(2 * math.pi / looks)
         self.ports.recover_arm()
-        seen = (f"best there: '{best_there.label}' at ({best_there.x:.2f}, {best_there.y:.2f}) scored "
-                f"{best_there.score:.2f}" if best_there is not None else "the map answered nothing there")
+        seen = ("the map's matches there: " + ", ".join(f"'{m.label}' at ({m.x:.2f}, {m.y:.2f}) {m.score:.2f}"
+                                                        for m in nearby[:4])
+                if nearby else "the map answered nothing there")
+        status = self.ports.map_status()
+        if status:
+            seen += f"; the map: {status}"
         raise MissionAborted(FetchCode.GRASP_FAILED, f"{drop.reason}, and no match of '{query}' scoring "
                                                      f"{min(self.p.near_miss_score, self.p.min_match_score):g} or more "
                                                      f"was seen within {self.p.drop_search_radius:g} m of "
-                                                     f"({where.x:.2f}, {where.y:.2f}) ({seen})")
+                                                     f"({guess[0]:.2f}, {guess[1]:.2f}) ({seen})")
 
     def _fetch_the_right_object(self, query: str, result: FetchResult) -> Match:
         """Choose a match, drive to it and lift it. A match that the close look shows to be another

@@ -190,11 +190,13 @@ class MissionNode(Node):
             max_drop_recoveries=d("max_drop_recoveries", p.max_drop_recoveries, "The carried object fell out of "
                                   "the hand on the way to the drop-off (felt through the fingers): fetch it again from "
                                   "where it fell this many times before GRASP_FAILED", min_value=0, max_value=5),
-            drop_search_radius=d("drop_search_radius", p.drop_search_radius, "A match this far from where the fall "
-                                 "was felt is the fallen object, m", min_value=0.1, max_value=5.0),
-            drop_backoff=d("drop_backoff", p.drop_backoff, "After a fall the base backs up this far before looking "
-                           "(the object lies near the carry point, closer than the camera sees the floor), m",
-                           min_value=0.0, max_value=2.0),
+            drop_search_radius=d("drop_search_radius", p.drop_search_radius, "A match this far from where the "
+                                 "object most likely fell (carry_offset ahead of the base when the fall was felt) is "
+                                 "the fallen object; it is looked for from floor_view_distance away, m",
+                                 min_value=0.1, max_value=5.0),
+            drop_backoff=d("drop_backoff", p.drop_backoff, "After a fall with no free pose floor_view_distance from "
+                           "where it fell, the base backs up this far before looking (the object lies near the "
+                           "carry point, closer than the camera sees the floor), m", min_value=0.0, max_value=2.0),
         )
         self.robot_radius = d("robot_radius", 0.5, "Footprint radius used to check staging poses (as nav), m",
                               min_value=0.01, max_value=5.0)
