@@ -18,8 +18,8 @@ Read :meth:`FetchMission.run` top to bottom; it is the whole mission::
     RETURN    stow the arm in its carry pose, back off, drive to the stand pose behind the
               drop-off point                                                 -> UNREACHABLE
               (the hand feels the object fall out on the way, or arrives empty: the base stops,
-              backs up to see the floor where it fell, and fetches it from there, up to
-              ``max_drop_recoveries`` times                                   -> GRASP_FAILED)
+              looks from 1 m away at where it most likely fell, and fetches it from the floor,
+              up to ``max_drop_recoveries`` times                             -> GRASP_FAILED)
     DROP      put the object down at the drop-off point (the hand lowers it to the floor), open
               the gripper; the fingers must be seen open and the hand empty (re-tried by the
               robot)                                             -> RELEASE_FAILED / SUCCEEDED
