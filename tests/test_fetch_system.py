@@ -125,8 +125,9 @@ def test_fetch_brings_the_cube_to_the_dropoff(graph):
 def test_a_cube_that_falls_out_on_the_way_is_noticed_and_never_a_success(graph):
     """The mission watches the hand on the way to the drop-off. (On MuJoCo the cube fell out of the
     closed hand twice, and the put-down with an empty hand was called SUCCEEDED.) Here the
-    simulator drops it (``/sim_bridge/move_objects``, evaluator-side) 2 s into the return drive,
-    onto the floor 0.45 m ahead of the base, where the real falls lay. The mission must feel it,
+    simulator drops it (``/sim_bridge/move_objects``, evaluator-side) 1 s into the return drive,
+    onto the floor 0.45 m ahead of the base, where the real falls lay (early in the ~13 s drive, so
+    that a late feedback message cannot put the drop after the put-down). The mission must feel it,
     stop, and either fetch it again from the floor (SUCCEEDED, then judged from ground truth) or
     end with a reason that says it fell out: never a success the evaluator does not see."""
     from geometry_msgs.msg import Pose
@@ -136,6 +137,7 @@ def test_a_cube_that_falls_out_on_the_way_is_noticed_and_never_a_success(graph):
     layout = graph.harness.layout(1, HOME_MAP)
     client = graph.probe.node.create_client(MoveObjects, "/sim_bridge/move_objects")
     moved = []
+    latest = {"phase": "", "detail": ""}   # the mission's phase as this test last heard it
 
     def drop() -> None:
         x, y, qz, qw = graph.harness.true_base
@@ -144,15 +146,17 @@ def test_a_cube_that_falls_out_on_the_way_is_noticed_and_never_a_success(graph):
         pose.position.x, pose.position.y, pose.position.z = x + 0.45 * math.cos(yaw), y + 0.45 * math.sin(yaw), 0.03
         pose.orientation.z, pose.orientation.w = math.sin(yaw / 2), math.cos(yaw / 2)
         reply = graph.harness._call(client, MoveObjects.Request(object_names=[layout.target], object_poses=[pose]))
+        heard = f"{latest['phase']}: {latest['detail']}"
         time.sleep(1.0)
         after = graph.harness.ground_truth.get(layout.target)
         moved.append((reply.success, reply.message, round(pose.position.x, 2), round(pose.position.y, 2),
-                      [round(v, 3) for v in after] if after else None))
+                      [round(v, 3) for v in after] if after else None, heard))
 
     def on_feedback(phase: str, detail: str) -> None:   # in the probe's executor: the drop in a thread
+        latest.update(phase=phase, detail=detail)
         if phase == "RETURN" and detail.startswith("carrying to") and not moved:
             moved.append(None)
-            threading.Timer(2.0, drop).start()
+            threading.Timer(1.0, drop).start()
 
     graph.harness.apply(layout)
     result = graph.harness.fetch(layout, 300.0, on_feedback=on_feedback)
@@ -160,6 +164,7 @@ def test_a_cube_that_falls_out_on_the_way_is_noticed_and_never_a_success(graph):
     assert len(moved) == 2 and moved[1][0], moved
     log = graph.mission_log()
     assert moved[1][4] is not None and moved[1][4][2] < 0.1, f"the cube was not on the floor 1 s after the move: {moved}"
+    assert moved[1][5].startswith("RETURN: "), f"the drop came while the mission said {moved[1][5]!r}"
     assert "the carried object fell out of the hand" in log, f"{moved}\n{result}\n{log}"
     assert result["object_fell"]["phase"] == "RETURN", result
     if result["code_name"] == "SUCCEEDED":   # fetched again from the floor
