@@ -158,11 +158,15 @@ def test_a_cube_that_falls_out_on_the_way_is_noticed_and_never_a_success(graph):
             moved.append(None)
             threading.Timer(1.0, drop).start()
 
+    runner = graph.processes.processes[0]
     graph.harness.apply(layout)
+    start = len(runner.log_text())
     result = graph.harness.fetch(layout, 300.0, on_feedback=on_feedback)
     graph.processes.assert_all_alive()
     assert len(moved) == 2 and moved[1][0], moved
-    log = graph.mission_log()
+    # this fetch's mission lines, all of them: a re-fetch after the fall can push the fall out of
+    # mission_log()'s last lines (a fresh-clone run failed on that while the mission had felt it)
+    log = "\n".join(line for line in runner.log_text()[start:].splitlines() if line.startswith("[mission]"))
     assert moved[1][4] is not None and moved[1][4][2] < 0.1, f"the cube was not on the floor 1 s after the move: {moved}"
     assert moved[1][5].startswith("RETURN: "), f"the drop came while the mission said {moved[1][5]!r}"
     assert "the carried object fell out of the hand" in log, f"{moved}\n{result}\n{log}"
