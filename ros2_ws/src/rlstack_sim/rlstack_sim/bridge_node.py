@@ -357,9 +357,9 @@ class SimBridge(Node):
     def _on_move_objects(self, request: MoveObjects.Request, response: MoveObjects.Response) -> MoveObjects.Response:
         """Simulator-only (evaluators, tests, fault injection): place objects now, no reset."""
         names, poses = list(request.object_names), list(request.object_poses)
-        if len(names) != len(poses):
-            response.success = False
-            response.message = f"object_names ({len(names)}) and object_poses ({len(poses)}) differ in length"
+        refused = check_reset(self.scene, self._scene_names(), len(names), len(poses))   # the lengths
+        if refused:
+            response.success, response.message = False, refused
             return response
         failed = apply_moves(self.sim, [(n, [p.position.x, p.position.y, p.position.z],
                                          [p.orientation.x, p.orientation.y, p.orientation.z, p.orientation.w])
