@@ -52,21 +52,11 @@ def pct(values, q):
     return float(np.percentile(values, q)) if len(values) else float("nan")
 
 
-def evaluate(layouts=(2000, 2001, 2002, 2003, 2004), views: int = 3, scenes=("home", "panda_table"), pipeline_factory=None,
-             log=lambda *a: print(*a, file=sys.stderr), depth_noise=None):
-    """``depth_noise``: a ``sim_bridges.sensor_noise.DepthNoise`` applied to every rendered view (and
-    its RGB when the model has ``rgb_sigma``), as the bridge does in the fetch graph; None: exact depth.
-    Ground-truth masks come from the exact depth, so segmentation IoU counts what the noise costs."""
-    from sim_bridges import make_backend
-
-    from rlstack_perception import simtools as st
+def _prepared(pipe):
+    """Every query is asked in every layout: embed them once, in batches (one at a time it took ~60 ms
+    each, and the pipeline's 4096-entry cache would have been cleared between layouts)."""
     from rlstack_perception import wordings as W
-    from rlstack_perception.localise import surface_centroid
-    from rlstack_perception.pipeline import Pipeline
 
-    pipe = (pipeline_factory or Pipeline.default)()
-    # every query is asked in every layout: embed them once, in batches (one at a time it took ~60 ms
-    # each, and the pipeline's 4096-entry cache would have been cleared between layouts)
     pipe.text.cache_size = max(pipe.text.cache_size, 100_000)
     asked = [q.text for q in W.all_heldout_queries()]
     for lab in pipe.labels:
@@ -75,6 +65,120 @@ def evaluate(layouts=(2000, 2001, 2002, 2003, 2004), views: int = 3, scenes=("ho
     asked = list(dict.fromkeys(asked))
     for i in range(0, len(asked), 256):
         pipe.text.encode(asked[i:i + 256])
+    return pipe
+
+
+def score_queries(pipe, truth, hits, confident, held) -> None:
+    """Ask every query of one layout's map (``pipe.map``) and count the answers into ``hits``,
+    ``confident`` and ``held``. ``truth``: object name -> (label, true centre)."""
+    from rlstack_perception import wordings as W
+
+    def nearest(position):
+        dd = {k: float(np.linalg.norm(p - position)) for k, (_lab, p) in truth.items()}
+        k = min(dd, key=dd.get)
+        return k, dd[k]
+
+    for name, (label, _p) in truth.items():
+        trained, unseen = wordings(label)
+        for kind, texts in (("trained", trained), ("unseen", unseen)):
+            for text in texts:
+                top = pipe.query(text, max_results=1)
+                ok = False
+                if top:  # the answer is where this object is (a duplicate entry of it counts)
+                    k, d = nearest(top[0][0].position)
+                    ok = k == name and d < 0.10
+                hits[kind][0] += int(ok)
+                confident[kind] += int(ok and top[0][1] >= 0.85)
+                hits[kind][1] += 1
+    present = {lab for lab, _p in truth.values()}
+
+    def label_at(entry):
+        k, d = nearest(entry.position)
+        return truth[k][0] if d < 0.10 else None
+
+    # held-out queries naming labels this layout lacks ("the blue duck" in home) are "not
+    # here" queries too: column absent_in_scene
+    queries = [q if W.is_absent(q.column) or set(q.labels) & present else
+               W.Query(q.text, "absent_in_scene", (), ()) for q in W.all_heldout_queries()]
+    queries += [W.Query(t.format(c=lab.split()[0], s=lab.split()[1]), "absent_labels", (), ())
+                for lab in pipe.labels if lab not in present for t in ("{c} {s}", "the {c} {s}")]
+    for q in queries:
+        top = pipe.query(q.text, max_results=1)
+        cell = held.setdefault(q.column, {"n": 0, "ok": 0, "ranking_ok": 0, "mission_ok": 0})
+        cell["n"] += 1
+        if W.is_absent(q.column):
+            cell["ok"] += int(bool(top))          # a false match
+            cell["mission_ok"] += int(bool(top) and top[0][1] >= 0.85)
+            continue
+        ok = bool(top) and label_at(top[0][0]) in q.labels
+        cell["ok"] += int(ok)
+        cell["mission_ok"] += int(ok and top[0][1] >= 0.85)
+        rank = pipe.query(q.text, max_results=1, threshold=False)
+        cell["ranking_ok"] += int(bool(rank) and label_at(rank[0][0]) in q.labels)
+
+
+def query_metrics(pipe, hits, confident, held) -> dict:
+    from rlstack_perception import wordings as W
+
+    return {
+        "retrieval_top1_trained": hits["trained"][0] / max(1, hits["trained"][1]),
+        "retrieval_top1_unseen": hits["unseen"][0] / max(1, hits["unseen"][1]),
+        "retrieval_top1_trained_mission_0.85": confident["trained"] / max(1, hits["trained"][1]),
+        "retrieval_top1_unseen_mission_0.85": confident["unseen"] / max(1, hits["unseen"][1]),
+        "queries": hits["trained"][1] + hits["unseen"][1],
+        "match_threshold": float(pipe.match_threshold),
+        **{f"heldout_{col}_top1": c["ok"] / max(1, c["n"]) for col, c in held.items() if not W.is_absent(col)},
+        **{f"heldout_{col}_top1_ranking": c["ranking_ok"] / max(1, c["n"]) for col, c in held.items()
+           if not W.is_absent(col)},
+        **{f"heldout_{col}_mission_0.85": c["mission_ok"] / max(1, c["n"]) for col, c in held.items()
+           if not W.is_absent(col)},
+        **{f"{col}_false_match_rate": c["ok"] / max(1, c["n"]) for col, c in held.items() if W.is_absent(col)},
+        **{f"{col}_false_match_rate_mission_0.85": c["mission_ok"] / max(1, c["n"]) for col, c in held.items()
+           if W.is_absent(col)},
+        **{f"n_queries_{col}": c["n"] for col, c in held.items()},
+    }
+
+
+def rescore(maps_dir, pipeline_factory=None) -> dict:
+    """The query metrics of :func:`evaluate` again, on maps it saved (``save_maps``), with this
+    pipeline's query side (query head, threshold, map scoring): no rendering, seconds not minutes.
+    The map entries keep the embeddings of the embedder that built them."""
+    from rlstack_perception.pipeline import Pipeline
+    from rlstack_perception.semantic_map import MapObject
+
+    pipe = _prepared((pipeline_factory or Pipeline.default)())
+    per_scene = {}
+    for f in sorted(Path(maps_dir).glob("*.json")):
+        doc = json.loads(f.read_text())
+        acc = per_scene.setdefault(doc["scene"], ({"trained": [0, 0], "unseen": [0, 0]},
+                                                  {"trained": 0, "unseen": 0}, {}, []))
+        pipe.map.clear()
+        for d in doc["entries"]:
+            o = MapObject.from_json(d)
+            pipe.map.objects[o.id] = o
+            pipe.map._relabel(o)
+        truth = {k: (lab, np.asarray(p, float)) for k, (lab, p) in doc["truth"].items()}
+        score_queries(pipe, truth, *acc[:3])
+        acc[3].append(doc["seed"])
+    return {scene: {"layouts": seeds, **query_metrics(pipe, hits, conf, held)}
+            for scene, (hits, conf, held, seeds) in per_scene.items()}
+
+
+def evaluate(layouts=(2000, 2001, 2002, 2003, 2004), views: int = 3, scenes=("home", "panda_table"), pipeline_factory=None,
+             log=lambda *a: print(*a, file=sys.stderr), depth_noise=None, save_maps: str = ""):
+    """``depth_noise``: a ``sim_bridges.sensor_noise.DepthNoise`` applied to every rendered view (and
+    its RGB when the model has ``rgb_sigma``), as the bridge does in the fetch graph; None: exact depth.
+    Ground-truth masks come from the exact depth, so segmentation IoU counts what the noise costs.
+    ``save_maps``: a folder; each layout's map and the objects' true labels and centres are written
+    there (``{scene}_{seed}.json``), so :func:`rescore` can ask the queries again without rendering."""
+    from sim_bridges import make_backend
+
+    from rlstack_perception import simtools as st
+    from rlstack_perception import wordings as W
+    from rlstack_perception.localise import surface_centroid
+    from rlstack_perception.pipeline import Pipeline
+
+    pipe = _prepared((pipeline_factory or Pipeline.default)())
     results = {}
     with make_backend("pybullet") as sim:
         for scene in scenes:
@@ -130,46 +234,13 @@ def evaluate(layouts=(2000, 2001, 2002, 2003, 2004), views: int = 3, scenes=("ho
                 near_any = [e for e in entries if min(np.linalg.norm(np.asarray(o.pose.position) - e.position)
                                                       for o in objs.values()) >= 0.10]
                 spurious += len(near_any)
-                for name, o in objs.items():
-                    trained, unseen = wordings(st.label_of(o))
-                    for kind, texts in (("trained", trained), ("unseen", unseen)):
-                        for text in texts:
-                            top = pipe.query(text, max_results=1)
-                            ok = False
-                            if top:  # the answer is where this object is (a duplicate entry of it counts)
-                                dd = {k: np.linalg.norm(np.asarray(v.pose.position) - top[0][0].position)
-                                      for k, v in objs.items()}
-                                ok = min(dd, key=dd.get) == name and dd[name] < 0.10
-                            hits[kind][0] += int(ok)
-                            confident[kind] += int(ok and top[0][1] >= 0.85)
-                            hits[kind][1] += 1
-                present = {st.label_of(o) for o in objs.values()}
-                owner_label = {k: st.label_of(v) for k, v in objs.items()}
-
-                def label_at(entry):
-                    dd = {k: np.linalg.norm(np.asarray(v.pose.position) - entry.position) for k, v in objs.items()}
-                    k = min(dd, key=dd.get)
-                    return owner_label[k] if dd[k] < 0.10 else None
-
-                # held-out queries naming labels this layout lacks ("the blue duck" in home) are "not
-                # here" queries too: column absent_in_scene
-                queries = [q if W.is_absent(q.column) or set(q.labels) & present else
-                           W.Query(q.text, "absent_in_scene", (), ()) for q in W.all_heldout_queries()]
-                queries += [W.Query(t.format(c=lab.split()[0], s=lab.split()[1]), "absent_labels", (), ())
-                            for lab in pipe.labels if lab not in present for t in ("{c} {s}", "the {c} {s}")]
-                for q in queries:
-                    top = pipe.query(q.text, max_results=1)
-                    cell = held.setdefault(q.column, {"n": 0, "ok": 0, "ranking_ok": 0, "mission_ok": 0})
-                    cell["n"] += 1
-                    if W.is_absent(q.column):
-                        cell["ok"] += int(bool(top))          # a false match
-                        cell["mission_ok"] += int(bool(top) and top[0][1] >= 0.85)
-                        continue
-                    ok = bool(top) and label_at(top[0][0]) in q.labels
-                    cell["ok"] += int(ok)
-                    cell["mission_ok"] += int(ok and top[0][1] >= 0.85)
-                    rank = pipe.query(q.text, max_results=1, threshold=False)
-                    cell["ranking_ok"] += int(bool(rank) and label_at(rank[0][0]) in q.labels)
+                truth = {name: (st.label_of(o), np.asarray(o.pose.position, float)) for name, o in objs.items()}
+                score_queries(pipe, truth, hits, confident, held)
+                if save_maps:
+                    Path(save_maps).mkdir(parents=True, exist_ok=True)
+                    doc = {"scene": scene, "seed": int(seed), "entries": [e.to_json() for e in entries],
+                           "truth": {k: [lab, p.tolist()] for k, (lab, p) in truth.items()}}
+                    (Path(save_maps) / f"{scene}_{seed}.json").write_text(json.dumps(doc))
                 log(f"[eval] {scene} layout {seed}: {len(entries)} entries, frames so far {len(ms)}")
             results[scene] = {
                 "layouts": list(layouts), "frames": len(ms),
@@ -180,23 +251,7 @@ def evaluate(layouts=(2000, 2001, 2002, 2003, 2004), views: int = 3, scenes=("ho
                 "map_err_median_m": pct(map_err, 50), "map_err_p95_m": pct(map_err, 95),
                 "objects_mapped": len(map_err), "objects_missing": missing, "spurious_entries": spurious,
                 "map_entries": n_entries, "duplicate_entries": n_entries - len(map_err) - spurious,
-                "retrieval_top1_trained": hits["trained"][0] / max(1, hits["trained"][1]),
-                "retrieval_top1_unseen": hits["unseen"][0] / max(1, hits["unseen"][1]),
-                "retrieval_top1_trained_mission_0.85": confident["trained"] / max(1, hits["trained"][1]),
-                "retrieval_top1_unseen_mission_0.85": confident["unseen"] / max(1, hits["unseen"][1]),
-                "queries": hits["trained"][1] + hits["unseen"][1],
-                "match_threshold": float(pipe.match_threshold),
-                **{f"heldout_{col}_top1": c["ok"] / max(1, c["n"]) for col, c in held.items()
-                   if not W.is_absent(col)},
-                **{f"heldout_{col}_top1_ranking": c["ranking_ok"] / max(1, c["n"]) for col, c in held.items()
-                   if not W.is_absent(col)},
-                **{f"heldout_{col}_mission_0.85": c["mission_ok"] / max(1, c["n"]) for col, c in held.items()
-                   if not W.is_absent(col)},
-                **{f"{col}_false_match_rate": c["ok"] / max(1, c["n"]) for col, c in held.items()
-                   if W.is_absent(col)},
-                **{f"{col}_false_match_rate_mission_0.85": c["mission_ok"] / max(1, c["n"]) for col, c in held.items()
-                   if W.is_absent(col)},
-                **{f"n_queries_{col}": c["n"] for col, c in held.items()},
+                **query_metrics(pipe, hits, confident, held),
                 "pipeline_ms_median": pct(ms, 50), "pipeline_ms_p95": pct(ms, 95),
             }
     return results
@@ -220,6 +275,7 @@ def make_factory(args):
     from rlstack_perception.embed import ALL_LABELS, TextEncoder
     from rlstack_perception.pipeline import Pipeline
     from rlstack_perception.segment import DepthPlaneSegmenter
+    from rlstack_perception.semantic_map import MapConfig
 
     if args.embedder == "clip":
         def clip_pipeline():
@@ -231,9 +287,11 @@ def make_factory(args):
             return Pipeline(DepthPlaneSegmenter(), emb, TextEncoder(emb.encode_text), labels=ALL_LABELS,
                             match_threshold=args.match_threshold)
         return clip_pipeline
+    cfg = MapConfig(snap_temperature=args.snap_temperature) if args.snap_temperature is not None else None
     if args.no_query_head:
-        return lambda: Pipeline.default(query_head=None, match_threshold=args.match_threshold)
-    return lambda: Pipeline.default(match_threshold=args.match_threshold)
+        return lambda: Pipeline.default(args.weights, query_head=None, match_threshold=args.match_threshold,
+                                        map_config=cfg)
+    return lambda: Pipeline.default(args.weights, match_threshold=args.match_threshold, map_config=cfg)
 
 
 def main(argv=None) -> int:
@@ -252,14 +310,28 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--depth-noise", action="store_true",
                     help="the bridge's RGB-D depth noise model on every view (the fetch graph's default)")
+    ap.add_argument("--weights", default=None,
+                    help="crop_cnn: a folder with another crop_embedder.onnx + query_head.npz (default: the packaged pair)")
+    ap.add_argument("--snap-temperature", type=float, default=None, help="the map's snap_temperature (default 200)")
+    ap.add_argument("--save-maps", default="", help="write each layout's map and true objects into this folder")
+    ap.add_argument("--rescore", default="",
+                    help="no rendering: ask the queries again on the maps --save-maps wrote into this folder")
     args = ap.parse_args(argv)
+    if args.rescore:
+        res = rescore(args.rescore, pipeline_factory=make_factory(args))
+        print(json.dumps(res, indent=1))
+        print(markdown(res), file=sys.stderr)
+        if args.json:
+            Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.json).write_text(json.dumps(res, indent=1) + "\n")
+        return 0
     layouts = tuple(range(args.first_layout, args.first_layout + args.layouts))
     noise = None
     if args.depth_noise:
         from sim_bridges.sensor_noise import DepthNoise
         noise = DepthNoise()
     res = evaluate(layouts, args.views, tuple(args.scenes.split(",")), pipeline_factory=make_factory(args),
-                   depth_noise=noise)
+                   depth_noise=noise, save_maps=args.save_maps)
     text = json.dumps(res, indent=1)
     print(text)
     print(markdown(res), file=sys.stderr)

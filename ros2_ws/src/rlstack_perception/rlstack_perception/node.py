@@ -115,10 +115,10 @@ class SemanticMapNode(Node):
             max_objects=p("max_objects", 500, "Map entries at most", min_value=1, max_value=100000),
             label_min_score=p("label_min_score", 0.5, "Min label similarity for a text label", min_value=-1.0,
                               max_value=1.0),
-            snap_temperature=p("snap_temperature", 50.0, "Query-time soft snap of embeddings onto label "
+            snap_temperature=p("snap_temperature", 200.0, "Query-time soft snap of embeddings onto label "
                                "prototypes (0: raw embeddings)", min_value=0.0, max_value=1000.0),
-            colocated_m=p("colocated_m", 0.03, "Query head: entries closer than this pool their label "
-                          "distributions (one object seen two ways), m (0: off)", min_value=0.0, max_value=1.0))
+            colocated_m=p("colocated_m", 0.03, "Query head: entries closer than this take the label "
+                          "distribution of the best-observed one (one object seen two ways), m (0: off)", min_value=0.0, max_value=1.0))
         filt = FilterConfig(
             min_area=p("min_area_px", 30, "Masks smaller than this are dropped, pixels", min_value=1,
                        max_value=1000000),

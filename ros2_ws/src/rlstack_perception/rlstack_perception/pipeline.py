@@ -9,8 +9,10 @@ No rclpy here; the node (:mod:`rlstack_perception.node`) only converts messages.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
@@ -62,12 +64,15 @@ class Pipeline:
         self.match_threshold = float(match_threshold)
 
     @classmethod
-    def default(cls, **kwargs) -> "Pipeline":
+    def default(cls, weights: Optional[os.PathLike | str] = None, **kwargs) -> "Pipeline":
+        """The packaged pipeline; ``weights``: a folder holding another ``crop_embedder.onnx`` and
+        ``query_head.npz`` (with their cards), e.g. a retrained pair to evaluate before shipping it."""
         from rlstack_perception.embed import OnnxCropEmbedder
         from rlstack_perception.query_head import load_default
 
-        kwargs.setdefault("query_head", load_default())
-        embedder = OnnxCropEmbedder()
+        folder = Path(weights) if weights else None
+        kwargs.setdefault("query_head", load_default(folder / "query_head.npz" if folder else None))
+        embedder = OnnxCropEmbedder(folder / "crop_embedder.onnx") if folder else OnnxCropEmbedder()
         kwargs.setdefault("labels", embedder.labels)   # what the packaged embedder was trained to name
         return cls(DepthPlaneSegmenter(), embedder, TextEncoder(), **kwargs)
 
