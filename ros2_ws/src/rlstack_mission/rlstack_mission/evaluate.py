@@ -31,7 +31,7 @@ def _run_layouts(a, harness, episodes: list) -> None:
     and written to results.json at once (an interrupted run keeps them)."""
     out = Path(a.out)
     for seed in range(a.seed_base, a.seed_base + a.layouts):
-        layout = harness.layout(seed, str(ROOT / "maps" / "home.yaml"), support=a.support)
+        layout = harness.layout(seed, str(ROOT / "maps" / "home.yaml"), support=a.support, kind=a.kind)
         harness.apply(layout)
         r = harness.fetch(layout, a.timeout)
         episodes.append(r)
@@ -97,6 +97,10 @@ def main(argv=None) -> int:
     p.add_argument("--support", choices=("table", "floor"), default="table",
                    help="where the target cube is put: on a table (default, the evaluation's usual layouts) or on "
                         "the open floor")
+    p.add_argument("--kind", default="cube",
+                   help="what is fetched: cube (default), or another kind of object (lego, mug, duck, ...: "
+                        "sim_bridges/README.md, 'Mesh objects and kinds'); other kinds than cube, ball and cylinder "
+                        "run the graph on the scene home_kinds (home's furniture and objects, and one of every kind)")
     p.add_argument("--backend", choices=("pybullet", "mujoco"), default="pybullet",
                    help="simulator engine of the fetch graph (fetch.launch.yaml backend:=...): the same home scene "
                         "on PyBullet (default) or MuJoCo")
@@ -173,6 +177,8 @@ def main(argv=None) -> int:
 
 # ---------------------------------------------------------------------------- sharded over Ray
 def _graph_args(a, p) -> dict:
+    from .layouts import HOME_KINDS
+
     graph_args = {"robot_mode": "false"} if a.ground_truth_grasp else {}
     if a.backend != "pybullet":
         graph_args["backend"] = a.backend
@@ -181,6 +187,8 @@ def _graph_args(a, p) -> dict:
         # flung held cubes out of MuJoCo's soft grasp (3 of 26 stows in tools/stow_rate_check.py;
         # 26 of 26 held with 0.05). --graph-arg arm_step_period_s:=0 gives the bridge default.
         graph_args["arm_step_period_s"] = "0.05"
+    if a.kind not in HOME_KINDS:
+        graph_args["scene"] = "home_kinds"
     for item in a.graph_arg:
         name, sep, value = item.partition(":=")
         if not sep or not name:
@@ -220,7 +228,7 @@ def _main_ray(a, p) -> int:
     from rlstack_common.ray_cluster import RayUnavailable, init_ray, shards, shutdown
 
     graph_args = _graph_args(a, p)
-    passthrough = ["--timeout", str(a.timeout), "--support", a.support]
+    passthrough = ["--timeout", str(a.timeout), "--support", a.support, "--kind", a.kind]
     if a.ground_truth_grasp:
         passthrough.append("--ground-truth-grasp")
     for item in a.graph_arg:

@@ -167,7 +167,8 @@ class FetchHarness:
                 raise TimeoutError("no /sim_ground_truth/markers")
             time.sleep(0.02)
 
-    def layout(self, seed: int, map_yaml: str, target_color: str = "", support: str = "table") -> FetchLayout:
+    def layout(self, seed: int, map_yaml: str, target_color: str = "", support: str = "table",
+               kind: str = "cube") -> FetchLayout:
         """The fetch layout of ``seed`` (resets the simulator to the seed to read its placement)."""
         from rlstack_interfaces.srv import ResetSim
         from rlstack_nav.map_io import load_map
@@ -180,7 +181,7 @@ class FetchHarness:
         gt = self.wait_ground_truth()
         grid = load_map(map_yaml)
         return make_layout(seed, gt, grid.occupied_mask(), grid.resolution, grid.origin[:2], target_color=target_color,
-                           support=support)
+                           support=support, kind=kind)
 
     def apply(self, layout: FetchLayout) -> None:
         """Reset the simulator to the layout and clear the semantic map."""

@@ -15,10 +15,15 @@ floor grasps existed (docs/mission.md).
 ``support="floor"``: the target is moved to a seeded spot on the open floor instead, at least
 ``FLOOR_WALL_CLEARANCE`` from furniture and walls, where the mission's own
 :func:`rlstack_mission.fetch.plan_floor_approaches` finds a free place to stand.
+
+``kind``: what is fetched, "cube" by default. Another kind of ``sim_bridges.scenes.kinds`` (the
+scene ``home_kinds`` holds one object of each, e.g. ``red_lego``) takes the colour that scene gives
+it, and the query names the kind ("the red lego").
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence, Tuple
@@ -31,11 +36,12 @@ from sim_bridges.scenes.home import TABLE_SIZE as HOME_TABLE_SIZE
 from .fetch import FetchParams, clearance, plan_approaches, plan_floor_approaches
 
 COLORS = ("red", "green", "blue", "yellow")
+#: the kinds of home's own objects (each in every colour)
+HOME_KINDS = ("cube", "ball", "cylinder")
 #: (centre x, centre y, size x, size y) of the home tables, read from the scene itself
 TABLES = {o.name: (float(o.pose.position[0]), float(o.pose.position[1]), float(o.size[0]), float(o.size[1]))
           for o in make_scene("home").static if o.name.startswith("table_")}
 TABLE_TOP = HOME_TABLE_SIZE[2]
-CUBE_SIZE = next(o.size[2] for o in make_scene("home").objects if o.name.endswith("_cube"))
 TABLE_MARGIN = 0.07
 MIN_SEPARATION = 0.12
 #: the arm's comfortable reach from the table edge (the lift policy was trained up to 0.30 m)
@@ -63,17 +69,23 @@ class FetchLayout:
 
 def make_layout(seed: int, others: Mapping[str, Sequence[float]], occupied: np.ndarray, resolution: float,
                 origin: Tuple[float, float], params: FetchParams = FetchParams(), robot_radius: float = 0.5,
-                target_color: str = "", support: str = "table") -> FetchLayout:
+                target_color: str = "", support: str = "table", kind: str = "cube") -> FetchLayout:
     """The layout of ``seed``. ``others``: every object's seeded position (x, y, z), from the scene's
     ground truth after ``reset(seed)``; ``occupied``: the static map's occupied mask (row = y);
-    ``support``: put the target on a table (default) or on the floor."""
+    ``support``: put the target on a table (default) or on the floor; ``kind``: what to fetch, in a
+    colour of the ``{colour}_{kind}`` objects among ``others``."""
     if support not in SUPPORTS:
         raise ValueError(f"support must be one of {SUPPORTS}, got {support!r}")
     rng = np.random.default_rng(10_000 + int(seed))
-    color = target_color or COLORS[int(seed) % len(COLORS)]
-    target = f"{color}_cube"
+    # home's cubes, balls and cylinders come in all four colours; another kind in those the scene
+    # holds (home_kinds: one lego brick, a red one)
+    colours = list(COLORS) if kind in HOME_KINDS else [c for c in COLORS if f"{c}_{kind}" in others] or list(COLORS)
+    color = target_color or colours[int(seed) % len(colours)]
+    target = f"{color}_{kind}"
+    half = object_height(target) / 2
     if support == "floor":
-        return _floor_layout(seed, rng, color, target, others, occupied, resolution, origin, params, robot_radius)
+        return _floor_layout(seed, rng, color, target, others, occupied, resolution, origin, params, robot_radius,
+                             kind, half)
     reach = FetchParams(**{**params.__dict__, "max_edge_distance": MAX_EDGE_DISTANCE})
     tables = list(TABLES)
     for _ in range(2000):
@@ -86,13 +98,12 @@ def make_layout(seed: int, others: Mapping[str, Sequence[float]], occupied: np.n
             continue
         yaw = float(rng.uniform(-math.pi, math.pi))
         dropoff = DROPOFFS[int(rng.integers(len(DROPOFFS)))]
-        return FetchLayout(int(seed), target, f"the {color} cube", table,
-                           (x, y, TABLE_TOP + CUBE_SIZE / 2, yaw), dropoff)
+        return FetchLayout(int(seed), target, f"the {color} {kind}", table, (x, y, TABLE_TOP + half, yaw), dropoff)
     raise RuntimeError(f"seed {seed}: found no reachable free spot on any table for {target}")
 
 
-def _floor_layout(seed, rng, color, target, others, occupied, resolution, origin, params, robot_radius
-                  ) -> FetchLayout:
+def _floor_layout(seed, rng, color, target, others, occupied, resolution, origin, params, robot_radius,
+                  kind, half) -> FetchLayout:
     h, w = occupied.shape
     x0, y0 = origin
     for _ in range(2000):
@@ -107,8 +118,21 @@ def _floor_layout(seed, rng, color, target, others, occupied, resolution, origin
         dropoff = DROPOFFS[int(rng.integers(len(DROPOFFS)))]
         if math.hypot(x - dropoff[0], y - dropoff[1]) < 0.8 or math.hypot(x, y) < 0.8:
             continue   # not already at the drop-off, nor under the robot (it starts at the map's origin)
-        return FetchLayout(int(seed), target, f"the {color} cube", "floor", (x, y, CUBE_SIZE / 2, yaw), dropoff)
+        return FetchLayout(int(seed), target, f"the {color} {kind}", "floor", (x, y, half, yaw), dropoff)
     raise RuntimeError(f"seed {seed}: found no free spot on the floor for {target}")
+
+
+@functools.lru_cache(maxsize=None)
+def _heights() -> Mapping[str, float]:
+    return {o.name: float(o.size[2]) for o in make_scene("home_kinds").objects}
+
+
+def object_height(name: str) -> float:
+    """Height of the home scenes' object ``name`` (``home_kinds`` holds ``home``'s objects too), m."""
+    if name not in _heights():
+        raise ValueError(f"no object {name!r} in the home scenes (kinds other than cube, ball and cylinder "
+                         "come in one or two colours: sim_bridges/README.md, 'Mesh objects and kinds')")
+    return _heights()[name]
 
 
 def layout_from_ground_truth(seed: int, ground_truth: Mapping[str, object], occupied: np.ndarray,

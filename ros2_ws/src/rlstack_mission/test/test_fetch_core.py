@@ -540,6 +540,20 @@ def test_layouts_are_seeded_reachable_and_clear_of_other_objects(home):
     assert seen_tables == set(TABLES)
 
 
+def test_a_layout_of_another_kind_fetches_the_one_the_scene_holds(home):
+    """home_kinds holds one lego brick (red): the layout asks for it by its kind and puts it on a table
+    at its own half height (4.6 cm high), not a cube's."""
+    mask, res, origin = home
+    others = {"red_lego": (3.0, 2.0, 0.02), "red_cube": (-2.0, -2.0, 0.53), "blue_cube": (-2.5, 1.0, 0.53)}
+    for seed in range(4):
+        lay = make_layout(seed, others, mask, res, origin, kind="lego")
+        assert lay.target == "red_lego" and lay.query == "the red lego"
+        assert lay.target_pose[2] == pytest.approx(0.5 + 0.023, abs=1e-3)
+        assert plan_approaches(mask, res, origin, *lay.target_pose[:2], FetchParams(), 0.5)
+    with pytest.raises(ValueError, match="no object 'green_vase'"):
+        make_layout(1, others, mask, res, origin, kind="vase", target_color="green")
+
+
 def test_floor_layouts_lie_on_open_floor_with_a_place_to_stand(home):
     mask, res, origin = home
     others = {"red_ball": (1.0, 0.0, 0.03), "blue_cube": (-2.0, -2.0, 0.53)}
