@@ -8,8 +8,12 @@
   what ``LockstepEnv(transport="request")`` sends. No topic has a subscriber here, so the
   bridge builds no per-step messages (lockstep publishes only what someone subscribes to);
   ``subscribed``: the 1-step rate again while a subscriber takes /joint_states, /tf and /clock.
+  Calls go through ``call_async`` and an EventsExecutor, and again through
+  ``rlstack_common.fast_lane.DirectClient`` (``direct``: a wait set on the client alone; what the
+  lockstep training envs call with since 2026-11-26).
 * ``batched``: a ``batch_bridge`` with 8 envs (cartpole, ball_plate): env steps/s through its
-  ``~/step`` (``SimStepBatch``), one call per batch step with all 8 commands in the request.
+  ``~/step`` (``SimStepBatch``), one call per batch step with all 8 commands in the request
+  (executor, and ``direct``).
 * ``camera``: ``home`` in realtime mode with the 320x240 RGB-D head camera at the
   configured rate (15 Hz): frames/s received by a subscriber (RGB and depth), the
   realtime factor (sim time of /clock against wall time, and the bridge's own figure
@@ -43,6 +47,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from rlstack_interfaces.srv import SimStep, SimStepBatch
 from sensor_msgs.msg import JointState
 from tf2_msgs.msg import TFMessage
+from rlstack_common.fast_lane import DirectClient
 from rlstack_testing.domain import lease_domain_id
 from rlstack_testing.processes import ProcessGroup
 
@@ -119,6 +124,16 @@ def timed_calls(executor, cli, req, n_calls: int) -> float:
     return time.perf_counter() - t0
 
 
+def timed_direct_calls(direct, req, n_calls: int) -> float:
+    """:func:`timed_calls` through a ``DirectClient`` (what the lockstep training envs call with)."""
+    t0 = time.perf_counter()
+    for _ in range(n_calls):
+        r = direct.call(req, 5.0)
+        if not r.success:
+            raise RuntimeError(r.message)
+    return time.perf_counter() - t0
+
+
 def bench_lockstep(scene: str, calls: int) -> dict:
     lease = lease_domain_id()
     with ProcessGroup(lease.domain_id, Path(tempfile.mkdtemp(prefix="bench_bridge_"))) as group:
@@ -126,13 +141,16 @@ def bench_lockstep(scene: str, calls: int) -> dict:
         client = Client(lease.domain_id)
         try:
             cli = client.node.create_client(SimStep, "/sim_bridge/step")
-            client.spin_until(cli.service_is_ready, 60, "the step service")
+            direct = DirectClient(client.node, SimStep, "/sim_bridge/step")
+            client.spin_until(lambda: cli.service_is_ready() and direct.service_is_ready(), 60, "the step service")
 
-            def run(n_calls: int, steps: int, request: bool = False) -> float:
+            def run(n_calls: int, steps: int, request: bool = False, direct_call: bool = False) -> float:
                 req = SimStep.Request(steps=steps)
                 if request:
                     topic, values = REQUEST_COMMAND[scene]
                     req.command_topics, req.command_values, req.with_objects = [topic], values, True
+                if direct_call:
+                    return n_calls * steps / timed_direct_calls(direct, req, n_calls)
                 return n_calls * steps / timed_calls(client.executor, cli, req, n_calls)
 
             run(max(20, calls // 10), 1)  # warm-up (discovery, caches)
@@ -142,6 +160,9 @@ def bench_lockstep(scene: str, calls: int) -> dict:
             cpu_pct = 100.0 * (stats.cpu_s() - cpu0) / (time.perf_counter() - w0)
             rate10 = run(max(20, calls // 5), 10)
             rate_req = run(calls, 1, request=True)
+            rate_direct = run(calls, 1, direct_call=True)
+            rate_req_direct = run(calls, 1, request=True, direct_call=True)
+            direct.destroy()
             # the same 1-step calls while something listens to the state topics (what a topic-fed client costs)
             for topic, t in (("/joint_states", JointState), ("/tf", TFMessage), ("/clock", Clock)):
                 client.node.create_subscription(t, topic, lambda m: None, 10)
@@ -151,6 +172,8 @@ def bench_lockstep(scene: str, calls: int) -> dict:
             rate_sub = run(calls, 1)
             return {"scene": scene, "steps_per_s_1_per_call": round(rate1, 1),
                     "steps_per_s_10_per_call": round(rate10, 1), "steps_per_s_request": round(rate_req, 1),
+                    "steps_per_s_1_per_call_direct": round(rate_direct, 1),
+                    "steps_per_s_request_direct": round(rate_req_direct, 1),
                     "steps_per_s_1_per_call_subscribed": round(rate_sub, 1), "bridge_cpu_percent": round(cpu_pct, 1),
                     "bridge_rss_mb": round(stats.rss_mb(), 1), "calls": calls}
         finally:
@@ -167,16 +190,23 @@ def bench_batched(scene: str, num_envs: int, calls: int) -> dict:
         client = Client(lease.domain_id)
         try:
             cli = client.node.create_client(SimStepBatch, "/batch_bridge/step")
-            client.spin_until(cli.service_is_ready, 60, "the batch step service")
+            direct = DirectClient(client.node, SimStepBatch, "/batch_bridge/step")
+            client.spin_until(lambda: cli.service_is_ready() and direct.service_is_ready(), 60,
+                              "the batch step service")
             topic, values = REQUEST_COMMAND[scene]
             req = SimStepBatch.Request(steps=1, command_topics=[topic], command_values=values * num_envs)
 
-            def run(n_calls: int) -> float:
+            def run(n_calls: int, direct_call: bool = False) -> float:
+                if direct_call:
+                    return n_calls * num_envs / timed_direct_calls(direct, req, n_calls)
                 return n_calls * num_envs / timed_calls(client.executor, cli, req, n_calls)
 
             run(max(20, calls // 10))
-            return {"scene": scene, "num_envs": num_envs, "env_steps_per_s": round(run(calls), 1),
-                    "calls": calls}
+            rate = run(calls)
+            rate_direct = run(calls, direct_call=True)
+            direct.destroy()
+            return {"scene": scene, "num_envs": num_envs, "env_steps_per_s": round(rate, 1),
+                    "env_steps_per_s_direct": round(rate_direct, 1), "calls": calls}
         finally:
             client.close()
             group.stop_all()
@@ -230,17 +260,21 @@ def bench_camera(seconds: float, camera_rate_hz: float) -> dict:
 
 
 def to_markdown(result: dict) -> str:
-    lines = ["| lockstep scene | steps/s (1 step/call) | steps/s (10 steps/call) | 1 step/call, command in "
-             "request + objects | 1 step/call, state topics subscribed | bridge CPU % | bridge RSS MB |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| lockstep scene | steps/s (1 step/call) | 1 step/call, direct client | steps/s (10 steps/call) | "
+             "1 step/call, command in request + objects (executor / direct) | 1 step/call, state topics subscribed | "
+             "bridge CPU % | bridge RSS MB |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in result["lockstep"]:
-        lines.append(f"| {r['scene']} | {r['steps_per_s_1_per_call']:.0f} | {r['steps_per_s_10_per_call']:.0f} | "
-                     f"{r['steps_per_s_request']:.0f} | {r['steps_per_s_1_per_call_subscribed']:.0f} | "
+        lines.append(f"| {r['scene']} | {r['steps_per_s_1_per_call']:.0f} | {r['steps_per_s_1_per_call_direct']:.0f} | "
+                     f"{r['steps_per_s_10_per_call']:.0f} | {r['steps_per_s_request']:.0f} / "
+                     f"{r['steps_per_s_request_direct']:.0f} | {r['steps_per_s_1_per_call_subscribed']:.0f} | "
                      f"{r['bridge_cpu_percent']:.0f} | {r['bridge_rss_mb']:.0f} |")
     if result.get("batched"):
-        lines += ["", "| batch_bridge scene | envs | env steps/s (1 call per batch step) |", "|---|---|---|"]
+        lines += ["", "| batch_bridge scene | envs | env steps/s (1 call per batch step) | direct client |",
+                  "|---|---|---|---|"]
         for r in result["batched"]:
-            lines.append(f"| {r['scene']} | {r['num_envs']} | {r['env_steps_per_s']:.0f} |")
+            lines.append(f"| {r['scene']} | {r['num_envs']} | {r['env_steps_per_s']:.0f} | "
+                         f"{r['env_steps_per_s_direct']:.0f} |")
     c = result.get("camera")
     if c:
         lines += ["", "| realtime `home`, camera at {:g} Hz | value |".format(c["camera_rate_hz"]), "|---|---|",

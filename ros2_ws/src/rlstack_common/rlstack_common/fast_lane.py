@@ -27,6 +27,7 @@ falls back to the executor if not.
 
 from __future__ import annotations
 
+import itertools
 import time
 from contextlib import ExitStack
 from typing import Callable, List, Optional, Tuple
@@ -147,3 +148,68 @@ def spin_with_fast_lane(node: Node, executor, keep_going: Callable[[], bool], po
         poll = min(timeout, max(0.0, last_work + busy_poll_s - now))
         if lane.turn(timeout, poll, clock):
             last_work = clock()
+
+
+_DIRECT_NODES = itertools.count()
+
+
+class DirectClient:
+    """A service client that waits for its answer on a wait set of its own, not in an executor.
+
+    Why: a lockstep training client makes one call per simulator step and does nothing else while
+    it waits. Through ``call_async`` and an executor each call also builds a Future, runs the
+    executor's take/dispatch machinery and (EventsExecutor) a C++ event queue round; here a call is
+    ``send_request``, one wait on this client alone, ``take_response``. The client lives on a node
+    of its own (``<node>_calls``) that no executor spins: an executor spinning it could take the
+    answer first. Same rclpy internals as :class:`FastLane` (what ``Client.call_async`` and the
+    executor call); a response to an earlier, timed-out request is recognised by its sequence
+    number and dropped.
+    """
+
+    def __init__(self, node: Node, srv_type, srv_name: str, qos_profile=None) -> None:
+        import rclpy
+        from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+        from rclpy.qos import qos_profile_services_default
+
+        self.srv_type = srv_type
+        self.srv_name = srv_name
+        n = next(_DIRECT_NODES)
+        self.node = rclpy.create_node(f"{node.get_name()}_calls" + (f"_{n}" if n else ""),
+                                      namespace=node.get_namespace(), context=node.context,
+                                      start_parameter_services=False)
+        self.client = self.node.create_client(srv_type, srv_name, qos_profile=qos_profile or qos_profile_services_default)
+        self._ws = _rclpy.WaitSet(0, 0, 0, 1, 0, 0, node.context.handle)
+
+    def service_is_ready(self) -> bool:
+        return self.client.service_is_ready()
+
+    def call(self, request, timeout_s: float, should_stop: Callable[[], bool] = lambda: False,
+             slice_s: float = 0.1):
+        """Send ``request`` and return the response. ``TimeoutError`` after ``timeout_s``;
+        ``InterruptedError`` once ``should_stop()`` is true (checked every ``slice_s`` of waiting)."""
+        h = self.client.handle
+        with h:
+            seq = h.send_request(request)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            remaining = deadline - time.monotonic()
+            with ExitStack() as stack:
+                stack.enter_context(self.node.context.handle)
+                stack.enter_context(h)
+                self._ws.clear_entities()
+                self._ws.add_client(h)
+                self._ws.wait(max(0, int(min(slice_s, max(remaining, 0.0)) * 1e9)))
+                ready = self._ws.get_ready_entities("client")
+            if ready:
+                with h:
+                    header, response = h.take_response(self.srv_type.Response)
+                if header is not None and header.request_id.sequence_number == seq:
+                    return response
+                continue   # nothing taken, or the answer to an earlier, abandoned request
+            if should_stop():
+                raise InterruptedError(f"stopped while waiting for {self.srv_name}")
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"no answer from {self.srv_name} within {timeout_s:g} s")
+
+    def destroy(self) -> None:
+        self.node.destroy_node()

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rlstack_perception.semantic_map import FORMAT as MAP_FORMAT
 from rlstack_perception.wordings import UNSEEN_SHAPE_WORDS
 
 TRAINED_TEMPLATES = ("{c} {s}", "the {c} {s}")
@@ -144,7 +145,6 @@ def rescore(maps_dir, pipeline_factory=None) -> dict:
     pipeline's query side (query head, threshold, map scoring): no rendering, seconds not minutes.
     The map entries keep the embeddings of the embedder that built them."""
     from rlstack_perception.pipeline import Pipeline
-    from rlstack_perception.semantic_map import MapObject
 
     pipe = _prepared((pipeline_factory or Pipeline.default)())
     per_scene = {}
@@ -152,11 +152,7 @@ def rescore(maps_dir, pipeline_factory=None) -> dict:
         doc = json.loads(f.read_text())
         acc = per_scene.setdefault(doc["scene"], ({"trained": [0, 0], "unseen": [0, 0]},
                                                   {"trained": 0, "unseen": 0}, {}, []))
-        pipe.map.clear()
-        for d in doc["entries"]:
-            o = MapObject.from_json(d)
-            pipe.map.objects[o.id] = o
-            pipe.map._relabel(o)
+        pipe.map.load(f)
         truth = {k: (lab, np.asarray(p, float)) for k, (lab, p) in doc["truth"].items()}
         score_queries(pipe, truth, *acc[:3])
         acc[3].append(doc["seed"])
@@ -219,7 +215,6 @@ def evaluate(layouts=(2000, 2001, 2002, 2003, 2004), views: int = 3, scenes=("ho
                 entries = pipe.map.snapshot()
                 n_entries += len(entries)
                 pos = np.array([e.position for e in entries]) if entries else np.zeros((0, 3))
-                owner = {}
                 for name, o in objs.items():
                     if not len(pos):
                         missing += 1
@@ -228,7 +223,6 @@ def evaluate(layouts=(2000, 2001, 2002, 2003, 2004), views: int = 3, scenes=("ho
                     k = int(np.argmin(dd))
                     if dd[k] < 0.10:
                         map_err.append(float(dd[k]))
-                        owner[name] = entries[k].id
                     else:
                         missing += 1
                 near_any = [e for e in entries if min(np.linalg.norm(np.asarray(o.pose.position) - e.position)
@@ -236,9 +230,10 @@ def evaluate(layouts=(2000, 2001, 2002, 2003, 2004), views: int = 3, scenes=("ho
                 spurious += len(near_any)
                 truth = {name: (st.label_of(o), np.asarray(o.pose.position, float)) for name, o in objs.items()}
                 score_queries(pipe, truth, hits, confident, held)
-                if save_maps:
+                if save_maps:   # the map's own file format, with the truth beside it
                     Path(save_maps).mkdir(parents=True, exist_ok=True)
-                    doc = {"scene": scene, "seed": int(seed), "entries": [e.to_json() for e in entries],
+                    doc = {"format": MAP_FORMAT, "frame_id": "map", "objects": [e.to_json() for e in entries],
+                           "scene": scene, "seed": int(seed),
                            "truth": {k: [lab, p.tolist()] for k, (lab, p) in truth.items()}}
                     (Path(save_maps) / f"{scene}_{seed}.json").write_text(json.dumps(doc))
                 log(f"[eval] {scene} layout {seed}: {len(entries)} entries, frames so far {len(ms)}")

@@ -31,9 +31,11 @@ import numpy as np
 from gymnasium.utils import seeding
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
+from rlstack_common.fast_lane import DirectClient
+
 from ..envs import ENVS, TRAIN_SEED_LIMIT
 from .io import JOINT_STATE, ActWriter, ObsReader
-from .lockstep_env import LockstepError, LockstepInterrupted, make_executor, spin_until
+from .lockstep_env import LockstepError, LockstepInterrupted, direct_call, make_executor, spin_until
 
 
 class BatchLockstepVecEnv(VecEnv):
@@ -59,7 +61,7 @@ class BatchLockstepVecEnv(VecEnv):
         self.reset_calls = 0        # second calls for episodes it could not end itself
         self._end_joints = list(cls.end_joint_limits)
         self._end_limits = [float(cls.end_joint_limits[j]) for j in self._end_joints]
-        self._cli = node.create_client(SimStepBatch, f"{bridge}/step", qos_profile=qos_profile_system_default)
+        self._cli = DirectClient(node, SimStepBatch, f"{bridge}/step", qos_profile=qos_profile_system_default)
         self._spin_until(self._cli.service_is_ready, discovery_timeout_s,
                          f"the batch bridge's step service {bridge}/step (is a batch_bridge running?)")
         first = self._call(steps=0)
@@ -118,11 +120,7 @@ class BatchLockstepVecEnv(VecEnv):
         if len(values):
             req.command_topics = self._topics
             req.command_values = np.asarray(values, dtype=np.float64).ravel()
-        fut = self._cli.call_async(req)
-        self._spin_until(fut.done, self.timeout_s, "the batch bridge's step response")
-        if fut.exception() is not None:
-            raise fut.exception()
-        r = fut.result()
+        r = direct_call(self._cli, req, self.timeout_s, self.should_stop, "the batch bridge's step response")
         self.round_trips += 1
         if not r.success:
             raise LockstepError(f"batch bridge refused the call: {r.message}")
@@ -291,7 +289,7 @@ class BatchLockstepVecEnv(VecEnv):
 
     def close(self) -> None:
         if self._cli is not None:
-            self.node.destroy_client(self._cli)
+            self._cli.destroy()
             self._cli = None
         if self.own_executor and self.executor is not None:
             self.executor.remove_node(self.node)

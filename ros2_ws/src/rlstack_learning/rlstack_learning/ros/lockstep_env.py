@@ -52,6 +52,8 @@ from typing import Any, Callable, Dict, List, Optional, Union
 import gymnasium as gym
 import numpy as np
 
+from rlstack_common.fast_lane import DirectClient
+
 from ..checkpoints import TrainingInterrupted
 from ..envs import ENVS, TRAIN_SEED_LIMIT
 from .io import JOINT_STATE, MARKER_ARRAY, POSE_ARRAY, ActWriter, ObsReader, message_stamp_ns, stamp_ns
@@ -98,6 +100,18 @@ def spin_until(executor, should_stop, predicate, timeout: float, what: str) -> N
         if remaining <= 0:
             raise LockstepError(f"timed out after {timeout:g} s waiting for {what}")
         executor.spin_once(timeout_sec=min(0.1, remaining))
+
+
+def direct_call(client, request, timeout: float, should_stop, what: str):
+    """``client.call`` (a :class:`rlstack_common.fast_lane.DirectClient`: the step call waits on a
+    wait set of its own, ~10 % more calls/s than ``call_async`` + executor, docs/training.md) with
+    the lockstep envs' errors (shared by the single and the batched lockstep env)."""
+    try:
+        return client.call(request, timeout, should_stop)
+    except TimeoutError:
+        raise LockstepError(f"timed out after {timeout:g} s waiting for {what}") from None
+    except InterruptedError:
+        raise LockstepInterrupted(f"stopped while waiting for {what}") from None
 
 
 class LockstepEnv(gym.Env):
@@ -158,7 +172,7 @@ class LockstepEnv(gym.Env):
         unknown = [t for t, ty in self.reader.topic_types.items() if ty not in (JOINT_STATE, POSE_ARRAY)]
         if transport == "request" and unknown:
             raise ValueError(f"transport 'request' reads joint states and object poses only, not {unknown}")
-        self._step_cli = node.create_client(SimStep, f"{bridge}/step", qos_profile=qos_profile_system_default)
+        self._step_cli = DirectClient(node, SimStep, f"{bridge}/step", qos_profile=qos_profile_system_default)
         self._reset_cli = node.create_client(ResetSim, f"{bridge}/reset", qos_profile=qos_profile_system_default)
         self._SimStep, self._ResetSim = SimStep, ResetSim
 
@@ -196,6 +210,8 @@ class LockstepEnv(gym.Env):
         self._discovery_timeout = timeout
 
     def _call(self, client, request, what: str):
+        if isinstance(client, DirectClient):
+            return direct_call(client, request, self.timeout_s, self.should_stop, f"the response of {what}")
         fut = client.call_async(request)
         self._spin_until(fut.done, self.timeout_s, f"the response of {what}")
         if fut.exception() is not None:
@@ -331,9 +347,10 @@ class LockstepEnv(gym.Env):
             self.node.destroy_subscription(s)
         for p in getattr(self, "_pubs", {}).values():
             self.node.destroy_publisher(p)
-        for c in (getattr(self, "_step_cli", None), getattr(self, "_reset_cli", None)):
-            if c is not None:
-                self.node.destroy_client(c)
+        if getattr(self, "_step_cli", None) is not None:
+            self._step_cli.destroy()
+        if getattr(self, "_reset_cli", None) is not None:
+            self.node.destroy_client(self._reset_cli)
         self._subs, self._pubs = [], {}
         self._step_cli = self._reset_cli = None
         if self.own_executor and self.executor is not None:
