@@ -31,6 +31,10 @@ from .grasp_pose import GraspPoseConfig, estimate_grasp_pose, wrap_quarter
 from .simtools import _free, target_objects
 
 
+#: kinds whose footprint is square (their yaw error mod 90 deg is measured): the cube, the lego brick
+SQUARE_KINDS = ("cube", "lego")
+
+
 def _yaw(q) -> float:
     x, y, z, w = (float(v) for v in q)
     return math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
@@ -83,16 +87,18 @@ def head_camera_view(sim, centre, distance: float, azimuth: float, camera) -> Op
 
 def evaluate(layouts: int = 10, views: int = 3, seed: int = 7, hint_std: float = 0.02,
              config: GraspPoseConfig = GraspPoseConfig(), progress: bool = True, depth_noise=None,
-             view_range=(0.44, 0.76), floor_only: bool = False) -> Dict:
+             view_range=(0.44, 0.76), floor_only: bool = False, scene: str = "home",
+             kinds: Optional[List[str]] = None) -> Dict:
     """``depth_noise``: a ``sim_bridges.sensor_noise.DepthNoise`` applied to every view (None: exact depth).
     ``view_range``: base_link -> object distances of the views (m); the fetch looks at objects on tables
     from 0.44-0.76 m (docked) and at objects on the floor from ``floor_view_distance`` (1.0 m).
-    ``floor_only``: only objects lying on the floor."""
+    ``floor_only``: only objects lying on the floor. ``scene``: ``home`` or ``home_kinds`` (the same
+    rooms, one object of every other kind too); ``kinds``: only objects of these kinds (None: all)."""
     from sim_bridges.pybullet_backend import PyBulletBackend
 
     rng = np.random.default_rng(seed)
     sim = PyBulletBackend()
-    sim.load_scene("home")
+    sim.load_scene(scene)
     camera = head_camera_in_base(sim)
     r_cam, t_cam, intr = camera
     rows: List[Dict] = []
@@ -102,7 +108,7 @@ def evaluate(layouts: int = 10, views: int = 3, seed: int = 7, hint_std: float =
         sim.reset(1000 + layout)
         for name, st in target_objects(sim).items():
             c = np.asarray(st.pose.position, dtype=float)
-            if floor_only and c[2] >= 0.2:
+            if (floor_only and c[2] >= 0.2) or (kinds and st.kind not in kinds):
                 continue
             made = 0
             for _ in range(80):
@@ -122,14 +128,14 @@ def evaluate(layouts: int = 10, views: int = 3, seed: int = 7, hint_std: float =
                 truth = rb.T @ (c - base3)                            # the object's centre in base_link
                 hint = truth + np.array([rng.normal(0, hint_std), rng.normal(0, hint_std), 0.0])
                 est = estimate_grasp_pose(frame, hint, config)
-                row = {"object": name, "shape": st.shape, "on_floor": bool(c[2] < 0.2), "range_m": round(r, 3),
+                row = {"object": name, "shape": st.shape, "kind": st.kind, "on_floor": bool(c[2] < 0.2), "range_m": round(r, 3),
                        "ok": est.ok, "reason": est.reason.split(":")[0]}
                 if est.ok:
                     err = est.centre - truth
                     row.update(err_xy=float(np.hypot(err[0], err[1])), err_z=float(abs(err[2])),
                                err_3d=float(np.linalg.norm(err)), symmetric=est.symmetric,
                                aspect=float(est.size[2] / max(est.size[0], est.size[1], 1e-6)))
-                    if st.shape == "box":
+                    if st.kind in SQUARE_KINDS:
                         true_yaw = _yaw(st.pose.orientation) - az
                         row["err_yaw_deg"] = abs(math.degrees(wrap_quarter(est.yaw - true_yaw)))
                 else:
@@ -160,6 +166,7 @@ def summarize(rows: List[Dict], reasons: Counter) -> Dict:
     out = {"views": len(rows), "usable": sum(r["ok"] for r in rows), "failures": dict(reasons), "groups": {}}
     for label, pick in (("all", lambda r: True), ("cubes", lambda r: r["shape"] == "box"),
                         ("balls", lambda r: r["shape"] == "sphere"), ("cylinders", lambda r: r["shape"] == "cylinder"),
+                        ("lego bricks", lambda r: r.get("kind") == "lego"),
                         ("on tables", lambda r: not r["on_floor"]), ("on the floor", lambda r: r["on_floor"])):
         sel = [r for r in rows if pick(r)]
         good = [r for r in sel if r["ok"]]
@@ -176,7 +183,7 @@ def summarize(rows: List[Dict], reasons: Counter) -> Dict:
 
 def markdown(res: Dict) -> str:
     lines = ["| objects | views | usable | x/y error median / p95 | z error median / p95 | 3-D median / p95 | "
-             "yaw error median / p95 (cubes) | read as round | height / footprint: min, p5, median, p95, max |",
+             "yaw error median / p95 (cubes, lego) | read as round | height / footprint: min, p5, median, p95, max |",
              "|---|---|---|---|---|---|---|---|---|"]
     for label, g in res["groups"].items():
         f = lambda s, k=1000: "-" if s["median"] is None else f"{s['median'] * k:.1f} / {s['p95'] * k:.1f}"  # noqa: E731
@@ -198,13 +205,16 @@ def main(argv=None) -> int:
                    help="base_link -> object distance of the views, m (objects on the floor: 0.95 1.05)")
     p.add_argument("--floor-only", action="store_true", help="only objects lying on the floor")
     p.add_argument("--json", default="", help="also write the result here")
+    p.add_argument("--scene", default="home", choices=("home", "home_kinds"))
+    p.add_argument("--kinds", nargs="*", default=None, help="only objects of these kinds, e.g. cube lego")
     a = p.parse_args(argv)
     noise = None
     if a.depth_noise:
         from sim_bridges.sensor_noise import DepthNoise
 
         noise = DepthNoise()
-    res = evaluate(a.layouts, a.views, a.seed, depth_noise=noise, view_range=tuple(a.range), floor_only=a.floor_only)
+    res = evaluate(a.layouts, a.views, a.seed, depth_noise=noise, view_range=tuple(a.range), floor_only=a.floor_only,
+                   scene=a.scene, kinds=a.kinds)
     print(markdown(res))
     print(f"failures: {res['failures'] or 'none'}")
     line = json.dumps(res)
