@@ -98,8 +98,22 @@ def test_the_fetch_graph_takes_the_simulator_backend():
     from rlstack_mission.evaluate import _graph_args
     import argparse
 
-    ns = argparse.Namespace(ground_truth_grasp=False, backend="mujoco", graph_arg=[])
+    ns = argparse.Namespace(ground_truth_grasp=False, backend="mujoco", graph_arg=[], kind="cube")
     assert _graph_args(ns, argparse.ArgumentParser())["backend"] == "mujoco"
+
+
+def test_the_fetch_graph_takes_the_scene_and_other_kinds_run_on_home_kinds():
+    """Issue 23: fetch.launch.yaml scene:=home_kinds (home's rooms and objects, one object of every
+    other kind); the evaluator's --kind lego runs the graph there, a cube stays in home."""
+    import argparse
+
+    from rlstack_mission.evaluate import _graph_args
+
+    assert _params("fetch.launch.yaml", {}, "sim_bridge")["scene"] == "home"
+    assert _params("fetch.launch.yaml", {"scene": "home_kinds"}, "sim_bridge")["scene"] == "home_kinds"
+    args = lambda kind: argparse.Namespace(ground_truth_grasp=False, backend="pybullet", graph_arg=[], kind=kind)  # noqa: E731
+    assert _graph_args(args("lego"), argparse.ArgumentParser())["scene"] == "home_kinds"
+    assert "scene" not in _graph_args(args("cube"), argparse.ArgumentParser())
 
 
 def test_the_arm_step_period_reaches_the_bridge_and_the_mujoco_evaluation_sets_it():
@@ -112,12 +126,12 @@ def test_the_arm_step_period_reaches_the_bridge_and_the_mujoco_evaluation_sets_i
 
     assert float(_params("fetch.launch.yaml", {}, "sim_bridge")["ee_step_period_s"]) == 0.0
     assert float(_params("fetch.launch.yaml", {"arm_step_period_s": "0.05"}, "sim_bridge")["ee_step_period_s"]) == 0.05
-    mujoco = _graph_args(argparse.Namespace(ground_truth_grasp=False, backend="mujoco", graph_arg=[]),
+    mujoco = _graph_args(argparse.Namespace(ground_truth_grasp=False, backend="mujoco", graph_arg=[], kind="cube"),
                          argparse.ArgumentParser())
     assert mujoco["arm_step_period_s"] == "0.05"
-    pybullet = _graph_args(argparse.Namespace(ground_truth_grasp=False, backend="pybullet", graph_arg=[]),
+    pybullet = _graph_args(argparse.Namespace(ground_truth_grasp=False, backend="pybullet", graph_arg=[], kind="cube"),
                            argparse.ArgumentParser())
     assert "arm_step_period_s" not in pybullet
-    given = _graph_args(argparse.Namespace(ground_truth_grasp=False, backend="mujoco",
+    given = _graph_args(argparse.Namespace(ground_truth_grasp=False, backend="mujoco", kind="cube",
                                            graph_arg=["arm_step_period_s:=0"]), argparse.ArgumentParser())
     assert given["arm_step_period_s"] == "0"
