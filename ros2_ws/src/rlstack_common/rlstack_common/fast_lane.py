@@ -177,7 +177,8 @@ class DirectClient:
         self.node = rclpy.create_node(f"{node.get_name()}_calls" + (f"_{n}" if n else ""),
                                       namespace=node.get_namespace(), context=node.context,
                                       start_parameter_services=False)
-        self.client = self.node.create_client(srv_type, srv_name, qos_profile=qos_profile or qos_profile_services_default)
+        self.client = self.node.create_client(srv_type, srv_name,
+                                              qos_profile=qos_profile or qos_profile_services_default)
         self._ws = _rclpy.WaitSet(0, 0, 0, 1, 0, 0, node.context.handle)
 
     def service_is_ready(self) -> bool:
