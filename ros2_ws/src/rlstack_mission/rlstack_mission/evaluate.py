@@ -177,7 +177,7 @@ def main(argv=None) -> int:
 
 # ---------------------------------------------------------------------------- sharded over Ray
 def _graph_args(a, p) -> dict:
-    from .layouts import HOME_KINDS
+    from sim_bridges.scenes.kinds import BASIC_KINDS
 
     graph_args = {"robot_mode": "false"} if a.ground_truth_grasp else {}
     if a.backend != "pybullet":
@@ -187,7 +187,7 @@ def _graph_args(a, p) -> dict:
         # flung held cubes out of MuJoCo's soft grasp (3 of 26 stows in tools/stow_rate_check.py;
         # 26 of 26 held with 0.05). --graph-arg arm_step_period_s:=0 gives the bridge default.
         graph_args["arm_step_period_s"] = "0.05"
-    if a.kind not in HOME_KINDS:
+    if a.kind not in BASIC_KINDS:   # home holds only these; home_kinds one object of every other kind
         graph_args["scene"] = "home_kinds"
     for item in a.graph_arg:
         name, sep, value = item.partition(":=")

@@ -32,12 +32,11 @@ import numpy as np
 
 from sim_bridges import make_scene
 from sim_bridges.scenes.home import TABLE_SIZE as HOME_TABLE_SIZE
+from sim_bridges.scenes.kinds import BASIC_KINDS
 
 from .fetch import FetchParams, clearance, plan_approaches, plan_floor_approaches
 
 COLORS = ("red", "green", "blue", "yellow")
-#: the kinds of home's own objects (each in every colour)
-HOME_KINDS = ("cube", "ball", "cylinder")
 #: (centre x, centre y, size x, size y) of the home tables, read from the scene itself
 TABLES = {o.name: (float(o.pose.position[0]), float(o.pose.position[1]), float(o.size[0]), float(o.size[1]))
           for o in make_scene("home").static if o.name.startswith("table_")}
@@ -79,7 +78,7 @@ def make_layout(seed: int, others: Mapping[str, Sequence[float]], occupied: np.n
     rng = np.random.default_rng(10_000 + int(seed))
     # home's cubes, balls and cylinders come in all four colours; another kind in those the scene
     # holds (home_kinds: one lego brick, a red one)
-    colours = list(COLORS) if kind in HOME_KINDS else [c for c in COLORS if f"{c}_{kind}" in others] or list(COLORS)
+    colours = list(COLORS) if kind in BASIC_KINDS else [c for c in COLORS if f"{c}_{kind}" in others] or list(COLORS)
     color = target_color or colours[int(seed) % len(colours)]
     target = f"{color}_{kind}"
     half = object_height(target) / 2

@@ -36,7 +36,8 @@ from rlstack_interfaces.srv import MoveObjects, ResetSim, SimStep
 from rlstack_sim import convert
 from rlstack_sim.commands import VelocityLimiter
 from rlstack_sim.core import (BaseOdometry, CommandHandler, Stepper, apply_moves, apply_request_commands,
-                              apply_reset, check_reset, diagnostic_values, make_backend, plan_request_commands)
+                              apply_reset, check_object_lists, check_reset, diagnostic_values, make_backend,
+                              plan_request_commands)
 from rlstack_sim.config import MODES, ConfigError, RateMeter, check_choice, every_n_steps, steps_per_control
 from rlstack_sim.parameters import bridge_parameters, depth_noise, odometry_errors
 
@@ -357,7 +358,7 @@ class SimBridge(Node):
     def _on_move_objects(self, request: MoveObjects.Request, response: MoveObjects.Response) -> MoveObjects.Response:
         """Simulator-only (evaluators, tests, fault injection): place objects now, no reset."""
         names, poses = list(request.object_names), list(request.object_poses)
-        refused = check_reset(self.scene, self._scene_names(), len(names), len(poses))   # the lengths
+        refused = check_object_lists(len(names), len(poses))
         if refused:
             response.success, response.message = False, refused
             return response

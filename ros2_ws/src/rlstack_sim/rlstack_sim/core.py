@@ -27,8 +27,8 @@ from rlstack_sim.commands import (BaseStallMonitor, CommandRejected, GripperStal
 from rlstack_sim.config import ConfigError, RateMeter
 
 __all__ = ["BaseOdometry", "CommandHandler", "FAST_SLICE_S", "MAX_CATCHUP_STEPS", "REQUEST_COMMANDS", "STREAMS",
-           "Stepper", "WARN_PERIOD_S", "apply_request_commands", "apply_reset", "check_reset", "diagnostic_values",
-           "make_backend", "plan_request_commands"]
+           "Stepper", "WARN_PERIOD_S", "apply_request_commands", "apply_reset", "check_object_lists", "check_reset",
+           "diagnostic_values", "make_backend", "plan_request_commands"]
 
 # Wall-clock budget of one fast-mode timer callback: commands and services are served between slices.
 FAST_SLICE_S = 0.02
@@ -482,6 +482,12 @@ def check_reset(scene: str, scenes: Sequence[str], n_names: int, n_poses: int) -
     """Why a reset request is refused ('' when it is not)."""
     if scene not in scenes:
         return f"unknown scene '{scene}'; valid scenes: {', '.join(scenes)}"
+    return check_object_lists(n_names, n_poses)
+
+
+def check_object_lists(n_names: int, n_poses: int) -> str:
+    """Why a request's ``object_names`` and ``object_poses`` do not pair up ('' when they do): the
+    reset's and ``~/move_objects``'s check."""
     if n_names != n_poses:
         return f"object_names ({n_names}) and object_poses ({n_poses}) differ in length"
     return ""

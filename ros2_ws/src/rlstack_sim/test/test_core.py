@@ -8,8 +8,8 @@ from sim_bridges import Capability, make_scene, scene_names
 
 from rlstack_sim.commands import VelocityLimiter
 from rlstack_sim.config import ConfigError, RateMeter
-from rlstack_sim.core import (BaseOdometry, CommandHandler, Stepper, apply_moves, apply_reset, check_reset,
-                              diagnostic_values, make_backend)
+from rlstack_sim.core import (BaseOdometry, CommandHandler, Stepper, apply_moves, apply_reset, check_object_lists,
+                              check_reset, diagnostic_values, make_backend)
 from rlstack_sim.parameters import bridge_parameters, depth_noise, odometry_errors
 
 PERIOD = 1.0 / 60.0
@@ -134,6 +134,7 @@ def test_reset_requests():
     assert check_reset("nowhere", scene_names(), 0, 0).startswith("unknown scene 'nowhere'")
     assert "differ in length" in check_reset("home", scene_names(), 2, 1)
     assert check_reset("home", scene_names(), 1, 1) == ""
+    assert "differ in length" in check_object_lists(0, 1) and check_object_lists(2, 2) == ""   # ~/move_objects too
 
 
 def test_apply_reset_reports_and_recovers(cartpole):
