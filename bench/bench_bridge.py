@@ -112,23 +112,22 @@ def start_bridge(group: ProcessGroup, **params):
     return proc
 
 
-def timed_calls(executor, cli, req, n_calls: int) -> float:
-    """Seconds for ``n_calls`` step-service calls made one after another (each answered first)."""
-    t0 = time.perf_counter()
-    for _ in range(n_calls):
+def executor_call(executor, cli):
+    """A call through ``call_async``, the executor spun until it is answered."""
+    def call(req):
         fut = cli.call_async(req)
         while not fut.done():
             executor.spin_once(timeout_sec=1.0)
-        if not fut.result().success:
-            raise RuntimeError(fut.result().message)
-    return time.perf_counter() - t0
+        return fut.result()
+    return call
 
 
-def timed_direct_calls(direct, req, n_calls: int) -> float:
-    """:func:`timed_calls` through a ``DirectClient`` (what the lockstep training envs call with)."""
+def timed_calls(call, req, n_calls: int) -> float:
+    """Seconds for ``n_calls`` step-service calls made one after another (each answered first);
+    ``call``: :func:`executor_call`, or a ``DirectClient``'s (what the lockstep training envs use)."""
     t0 = time.perf_counter()
     for _ in range(n_calls):
-        r = direct.call(req, 5.0)
+        r = call(req)
         if not r.success:
             raise RuntimeError(r.message)
     return time.perf_counter() - t0
@@ -149,9 +148,8 @@ def bench_lockstep(scene: str, calls: int) -> dict:
                 if request:
                     topic, values = REQUEST_COMMAND[scene]
                     req.command_topics, req.command_values, req.with_objects = [topic], values, True
-                if direct_call:
-                    return n_calls * steps / timed_direct_calls(direct, req, n_calls)
-                return n_calls * steps / timed_calls(client.executor, cli, req, n_calls)
+                call = (lambda r: direct.call(r, 5.0)) if direct_call else executor_call(client.executor, cli)
+                return n_calls * steps / timed_calls(call, req, n_calls)
 
             run(max(20, calls // 10), 1)  # warm-up (discovery, caches)
             stats = ProcStats(proc.pid)
@@ -197,9 +195,8 @@ def bench_batched(scene: str, num_envs: int, calls: int) -> dict:
             req = SimStepBatch.Request(steps=1, command_topics=[topic], command_values=values * num_envs)
 
             def run(n_calls: int, direct_call: bool = False) -> float:
-                if direct_call:
-                    return n_calls * num_envs / timed_direct_calls(direct, req, n_calls)
-                return n_calls * num_envs / timed_calls(client.executor, cli, req, n_calls)
+                call = (lambda r: direct.call(r, 5.0)) if direct_call else executor_call(client.executor, cli)
+                return n_calls * num_envs / timed_calls(call, req, n_calls)
 
             run(max(20, calls // 10))
             rate = run(calls)

@@ -164,9 +164,10 @@ def _spread(values: List[float]) -> Dict[str, float]:
 
 def summarize(rows: List[Dict], reasons: Counter) -> Dict:
     out = {"views": len(rows), "usable": sum(r["ok"] for r in rows), "failures": dict(reasons), "groups": {}}
-    for label, pick in (("all", lambda r: True), ("cubes", lambda r: r["shape"] == "box"),
-                        ("balls", lambda r: r["shape"] == "sphere"), ("cylinders", lambda r: r["shape"] == "cylinder"),
-                        ("lego bricks", lambda r: r.get("kind") == "lego"),
+    # by kind, not primitive shape: in home_kinds a book and a plate are boxes too
+    for label, pick in (("all", lambda r: True), ("cubes", lambda r: r["kind"] == "cube"),
+                        ("balls", lambda r: r["kind"] == "ball"), ("cylinders", lambda r: r["kind"] == "cylinder"),
+                        ("lego bricks", lambda r: r["kind"] == "lego"),
                         ("on tables", lambda r: not r["on_floor"]), ("on the floor", lambda r: r["on_floor"])):
         sel = [r for r in rows if pick(r)]
         good = [r for r in sel if r["ok"]]

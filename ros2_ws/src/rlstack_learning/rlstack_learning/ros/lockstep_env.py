@@ -210,8 +210,6 @@ class LockstepEnv(gym.Env):
         self._discovery_timeout = timeout
 
     def _call(self, client, request, what: str):
-        if isinstance(client, DirectClient):
-            return direct_call(client, request, self.timeout_s, self.should_stop, f"the response of {what}")
         fut = client.call_async(request)
         self._spin_until(fut.done, self.timeout_s, f"the response of {what}")
         if fut.exception() is not None:
@@ -224,7 +222,8 @@ class LockstepEnv(gym.Env):
         if command is not None:
             req.command_topics = self._req_topics
             req.command_values = self.writer.request_values(command)
-        r = self._call(self._step_cli, req, "the bridge's step service")
+        r = direct_call(self._step_cli, req, self.timeout_s, self.should_stop,
+                        "the response of the bridge's step service")
         if not r.success:
             raise LockstepError(f"bridge refused step({steps}): {r.message}")
         return r
