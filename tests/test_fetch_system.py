@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Optional
 
 import pytest
 import yaml
@@ -72,13 +73,14 @@ class Graph:
         self.processes.assert_all_alive()
         return result
 
-    def mission_log(self, lines: int = 60) -> str:
-        """The last mission lines and node warnings of the graph log: enough to tell why a fetch
-        failed from a CI log (which phase, what each grasp attempt saw, stale inputs, watchdogs)."""
+    def mission_log(self, lines: Optional[int] = 60, since: int = 0) -> str:
+        """The last ``lines`` (None: all) mission lines and node warnings of the graph log from
+        character ``since`` on: enough to tell why a fetch failed from a CI log (which phase, what
+        each grasp attempt saw, stale inputs, watchdogs)."""
         runner = self.processes.processes[0]
-        keep = [line for line in runner.log_text().splitlines()
+        keep = [line for line in runner.log_text()[since:].splitlines()
                 if line.startswith("[mission]") or "[WARN]" in line or "[ERROR]" in line]
-        return "\n".join(keep[-lines:])
+        return "\n".join(keep if lines is None else keep[-lines:])
 
     def fail_with_stacks(self, what: str) -> None:
         runner = self.processes.processes[0]
@@ -158,15 +160,14 @@ def test_a_cube_that_falls_out_on_the_way_is_noticed_and_never_a_success(graph):
             moved.append(None)
             threading.Timer(1.0, drop).start()
 
-    runner = graph.processes.processes[0]
     graph.harness.apply(layout)
-    start = len(runner.log_text())
+    start = len(graph.processes.processes[0].log_text())
     result = graph.harness.fetch(layout, 300.0, on_feedback=on_feedback)
     graph.processes.assert_all_alive()
     assert len(moved) == 2 and moved[1][0], moved
     # this fetch's mission lines, all of them: a re-fetch after the fall can push the fall out of
     # mission_log()'s last lines (a fresh-clone run failed on that while the mission had felt it)
-    log = "\n".join(line for line in runner.log_text()[start:].splitlines() if line.startswith("[mission]"))
+    log = graph.mission_log(lines=None, since=start)
     assert moved[1][4] is not None and moved[1][4][2] < 0.1, f"the cube was not on the floor 1 s after the move: {moved}"
     assert moved[1][5].startswith("RETURN: "), f"the drop came while the mission said {moved[1][5]!r}"
     assert "the carried object fell out of the hand" in log, f"{moved}\n{result}\n{log}"
