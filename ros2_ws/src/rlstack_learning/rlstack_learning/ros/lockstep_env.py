@@ -245,6 +245,8 @@ class LockstepEnv(gym.Env):
                 all(p in self._names for p in self.reader.pose_topics)
         try:
             self._spin_until(ready, self.timeout_s, what)
+        except LockstepInterrupted:
+            raise   # a stop (Ctrl-C) is not a missing observation: the training node ends cleanly on it
         except LockstepError as exc:
             got = {t: (message_stamp_ns(self._latest[t]) if t in self._latest else None) for t in topics}
             raise LockstepError(f"{exc}: wanted every observation stamped {target_ns} ns, newest stamps {got}. "
