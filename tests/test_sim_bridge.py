@@ -196,8 +196,8 @@ def test_lockstep_step_advances_exact_periods_and_reset_restores_odometry(ros_pr
     clock_q = ros_probe.subscribe("/clock", Clock)
     step = lambda n: ros_probe.call(SimStep, "/sim_bridge/step", SimStep.Request(steps=n))  # noqa: E731
     first = step(1)
-    assert first.success and first.odom.header.frame_id == "odom"
-    initial = first.odom.pose.pose
+    assert first.success and len(first.odom) == 1 and first.odom[0].header.frame_id == "odom"
+    initial = first.odom[0].pose.pose
     t0 = ns(first.sim_time)
     for n in (1, 7, 60):
         reply = step(n)
@@ -220,7 +220,7 @@ def test_lockstep_step_advances_exact_periods_and_reset_restores_odometry(ros_pr
 
     def drive_and_measure():
         pub.publish(cmd)
-        pose = step(10).odom.pose.pose
+        pose = step(10).odom[0].pose.pose
         return math.hypot(pose.position.x - initial.position.x, pose.position.y - initial.position.y) > 0.3
 
     ros_probe.spin_until(drive_and_measure, 20, "the base to move 0.3 m")
@@ -228,7 +228,7 @@ def test_lockstep_step_advances_exact_periods_and_reset_restores_odometry(ros_pr
     reply = ros_probe.call(ResetSim, "/sim_bridge/reset", ResetSim.Request(seed=3))
     assert reply.success and ns(reply.sim_time) == 0
     odom_q.pop_all()
-    after = step(1).odom.pose.pose
+    after = step(1).odom[0].pose.pose
     for a, b in ((after.position.x, initial.position.x), (after.position.y, initial.position.y),
                  (after.position.z, initial.position.z), (yaw(after.orientation), yaw(initial.orientation))):
         assert a == pytest.approx(b, abs=1e-9)
@@ -288,7 +288,7 @@ def test_bad_commands_are_rejected_counted_and_node_stays_up(ros_processes, ros_
     # Still alive and stepping; a NaN never reached the simulator.
     reply = ros_probe.call(SimStep, "/sim_bridge/step", SimStep.Request(steps=30))
     assert reply.success and all(math.isfinite(p) for p in reply.joint_state.position)
-    assert reply.odom.twist.twist.linear.x == pytest.approx(0.0, abs=1e-3)
+    assert reply.odom[0].twist.twist.linear.x == pytest.approx(0.0, abs=1e-3)
     # A second burst of the same kind is counted but warned about only once per 5 s.
     cmd_pub.publish(nan_twist)
     wait_for_diag(ros_probe, diag_q, lambda v: v.get("rejected.cmd_vel/non_finite") == "2", timeout=10)

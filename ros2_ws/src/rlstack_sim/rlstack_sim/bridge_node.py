@@ -394,7 +394,7 @@ class SimBridge(Node):
             response.joint_state = self._joint_state_msg()
         if self.has_base:
             odom, cov = self._base_odometry()
-            response.odom = convert.odometry_msg(odom, response.sim_time, cov)
+            response.odom = [convert.odometry_msg(odom, response.sim_time, cov)]
         if request.with_objects:
             response.object_names, response.object_poses = convert.object_poses(self.sim.ground_truth())
         return response
