@@ -4,7 +4,8 @@ A layout is the home scene's own seeded placement of all twelve objects (four co
 ball, cylinder: the distractors, other colours and other shapes alike), with the *target* cube
 then moved to a seeded spot on one of the three tables that the robot can reach: some side of
 the table is free for its footprint and the spot is within the arm's reach of that edge (the
-mission's own :func:`rlstack_mission.fetch.plan_approaches` on the static map decides). Other
+mission's own :func:`rlstack_mission.fetch.plan_approaches` decides, on the static map with the
+objects that lie on the floor marked as obstacles: :func:`with_floor_objects`). Other
 objects are kept at least ``MIN_SEPARATION`` away. Objects of the seeded placement that lie on
 a table stay where they are (distractors on tables, possibly right next to the target).
 
@@ -47,6 +48,9 @@ MIN_SEPARATION = 0.12
 MAX_EDGE_DISTANCE = 0.28
 #: a floor target lies at least this far from walls and furniture (the hand reaches down in front of the base)
 FLOOR_WALL_CLEARANCE = 0.15
+#: an object on the floor blocks the robot like furniture within this radius of its centre (half the
+#: footprint of the larger kinds; the smaller ones get a margin)
+FLOOR_OBJECT_RADIUS = 0.06
 SUPPORTS = ("table", "floor")
 #: drop-off points (x, y, yaw): open floor near the robot's start
 DROPOFFS = ((-0.6, 0.0, math.pi), (0.0, -0.8, -math.pi / 2), (0.4, 0.6, math.pi / 2))
@@ -86,6 +90,8 @@ def make_layout(seed: int, others: Mapping[str, Sequence[float]], occupied: np.n
         return _floor_layout(seed, rng, color, target, others, occupied, resolution, origin, params, robot_radius,
                              kind, half)
     reach = FetchParams(**{**params.__dict__, "max_edge_distance": MAX_EDGE_DISTANCE})
+    # the robot must be able to stand at the table: objects lying on the floor block it as furniture does
+    blocked = with_floor_objects(occupied, resolution, origin, {n: p for n, p in others.items() if n != target})
     tables = list(TABLES)
     for _ in range(2000):
         table = tables[int(rng.integers(len(tables)))]
@@ -93,12 +99,30 @@ def make_layout(seed: int, others: Mapping[str, Sequence[float]], occupied: np.n
         x = float(rng.uniform(cx - sx / 2 + TABLE_MARGIN, cx + sx / 2 - TABLE_MARGIN))
         y = float(rng.uniform(cy - sy / 2 + TABLE_MARGIN, cy + sy / 2 - TABLE_MARGIN))
         clear = all(math.hypot(x - p[0], y - p[1]) >= MIN_SEPARATION for n, p in others.items() if n != target)
-        if not clear or not plan_approaches(occupied, resolution, origin, x, y, reach, robot_radius):
+        if not clear or not plan_approaches(blocked, resolution, origin, x, y, reach, robot_radius):
             continue
         yaw = float(rng.uniform(-math.pi, math.pi))
         dropoff = DROPOFFS[int(rng.integers(len(DROPOFFS)))]
         return FetchLayout(int(seed), target, f"the {color} {kind}", table, (x, y, TABLE_TOP + half, yaw), dropoff)
     raise RuntimeError(f"seed {seed}: found no reachable free spot on any table for {target}")
+
+
+def with_floor_objects(occupied: np.ndarray, resolution: float, origin: Tuple[float, float],
+                       objects: Mapping[str, Sequence[float]], radius: float = FLOOR_OBJECT_RADIUS) -> np.ndarray:
+    """``occupied`` with a disc of ``radius`` marked around every object that lies on the floor (its
+    centre below half the table height). Why: the robot's sensors see such an object as an obstacle
+    and will not stand within its radius of it; before this, a table side that the static map showed
+    free could be blocked by toys on the floor (`home_kinds` holds 30 objects), and the fetch ended
+    UNREACHABLE in a layout that promised a reachable target (docs/mission.md)."""
+    out = occupied.copy()
+    h, w = out.shape
+    rows, cols = np.mgrid[0:h, 0:w]
+    cx = origin[0] + (cols + 0.5) * resolution
+    cy = origin[1] + (rows + 0.5) * resolution
+    for x, y, z in (tuple(p[:3]) for p in objects.values()):
+        if z < TABLE_TOP / 2:
+            out |= (cx - x) ** 2 + (cy - y) ** 2 <= radius ** 2
+    return out
 
 
 def _floor_layout(seed, rng, color, target, others, occupied, resolution, origin, params, robot_radius,

@@ -13,7 +13,7 @@ from rlstack_mission.fetch import (FetchCode, FetchMission, FetchParams, GraspOu
                                    plan_floor_approaches, square_floor_approach, expected_shape_words,
                                    footprint_mismatch, height_mismatch,
                                    stand_pose_for_drop, wrap_quarter)
-from rlstack_mission.layouts import TABLES, make_layout
+from rlstack_mission.layouts import TABLES, make_layout, with_floor_objects
 from rlstack_nav.map_io import load_map
 
 HOME = Path(__file__).resolve().parents[4] / "maps" / "home.yaml"
@@ -540,15 +540,35 @@ def test_layouts_are_seeded_reachable_and_clear_of_other_objects(home):
     assert seen_tables == set(TABLES)
 
 
+def test_layouts_keep_a_place_to_stand_free_of_objects_on_the_floor(home):
+    """Objects lying on the floor block the robot's staging poses as furniture does: a layout whose
+    every approach (alternates too) has a floor object standing on it moves elsewhere, and the new
+    one can be reached with those objects in the way. Objects on tables do not block."""
+    mask, res, origin = home
+    others = {"blue_cube": (-2.0, -2.0, 0.53)}
+    for seed in range(6):
+        free = make_layout(seed, others, mask, res, origin)
+        x, y = free.target_pose[:2]
+        stands = [a.staging for first in plan_approaches(mask, res, origin, x, y, FetchParams(max_edge_distance=0.28), 0.5)
+                  for a in (first, *first.alternates)]
+        toys = {f"toy_{k}": (s.x, s.y, 0.03) for k, s in enumerate(stands)}
+        moved = make_layout(seed, {**others, **toys}, mask, res, origin)
+        assert moved.target_pose != free.target_pose, seed
+        blocked = with_floor_objects(mask, res, origin, toys)
+        assert plan_approaches(blocked, res, origin, *moved.target_pose[:2], FetchParams(), 0.5)
+        raised = {n: (p[0], p[1], 0.53) for n, p in toys.items()}   # the same places, at table height
+        assert make_layout(seed, {**others, **raised}, mask, res, origin) == free
+
+
 def test_a_layout_of_another_kind_fetches_the_one_the_scene_holds(home):
     """home_kinds holds one lego brick (red): the layout asks for it by its kind and puts it on a table
-    at its own half height (4.6 cm high), not a cube's."""
+    at its own half height (3.7 cm high), not a cube's."""
     mask, res, origin = home
     others = {"red_lego": (3.0, 2.0, 0.02), "red_cube": (-2.0, -2.0, 0.53), "blue_cube": (-2.5, 1.0, 0.53)}
     for seed in range(4):
         lay = make_layout(seed, others, mask, res, origin, kind="lego")
         assert lay.target == "red_lego" and lay.query == "the red lego"
-        assert lay.target_pose[2] == pytest.approx(0.5 + 0.023, abs=1e-3)
+        assert lay.target_pose[2] == pytest.approx(0.5 + 0.0184, abs=1e-3)
         assert plan_approaches(mask, res, origin, *lay.target_pose[:2], FetchParams(), 0.5)
     with pytest.raises(ValueError, match="no object 'green_vase'"):
         make_layout(1, others, mask, res, origin, kind="vase", target_color="green")
