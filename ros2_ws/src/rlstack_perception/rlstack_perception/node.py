@@ -117,8 +117,9 @@ class SemanticMapNode(Node):
                               max_value=1.0),
             snap_temperature=p("snap_temperature", 200.0, "Query-time soft snap of embeddings onto label "
                                "prototypes (0: raw embeddings)", min_value=0.0, max_value=1000.0),
-            colocated_m=p("colocated_m", 0.03, "Query head: entries closer than this take the label "
-                          "distribution of the best-observed one (one object seen two ways), m (0: off)",
+            colocated_m=p("colocated_m", 0.03, "Query head: entries closer than this are one object seen "
+                          "two ways: a query answers once, with the best-observed one (its labels, label and "
+                          "position), m (0: off)",
                           min_value=0.0, max_value=1.0))
         filt = FilterConfig(
             min_area=p("min_area_px", 30, "Masks smaller than this are dropped, pixels", min_value=1,

@@ -83,7 +83,7 @@ class MapConfig:
     max_objects: int = 500
     label_min_score: float = 0.5  # below this similarity to every label, the label is ""
     snap_temperature: float = 200.0  # queries see embeddings pulled onto the label prototypes (0: raw)
-    colocated_m: float = 0.03     # label queries: entries closer than this take the best-observed one's labels
+    colocated_m: float = 0.03     # label queries: entries closer than this answer once, as the best-observed one
 
 
 class SemanticMapCore:
@@ -174,7 +174,12 @@ class SemanticMapCore:
             if label_scores is not None:
                 ls = np.asarray(label_scores, np.float32)
                 objs = list(self.objects.values())
-                scored = list(zip(objs, (self._colocated_distributions(objs) @ ls).tolist())) if objs else []
+                # one answer per co-located group: its best-observed entry (its label and position);
+                # answering a duplicate with the group's score named the object by the duplicate's own
+                # label (the mission logged "green book" for the green cube it then fetched)
+                best = np.unique(self._colocated_best(objs)) if objs else np.zeros(0, int)
+                dist = np.stack([self.label_distribution(objs[j]) for j in best]) if objs else np.zeros((0, len(ls)))
+                scored = list(zip([objs[j] for j in best], (dist @ ls).tolist()))
             else:
                 scored = [(o, float(self.query_embedding(o) @ text_embedding)) for o in self.objects.values()]
             ranked = sorted(scored, key=lambda t: -t[1])
@@ -198,21 +203,20 @@ class SemanticMapCore:
         e = (w / w.sum()) @ self.label_embeddings
         return e / max(float(np.linalg.norm(e)), 1e-12)
 
-    def _colocated_distributions(self, objs: Sequence[MapObject]) -> np.ndarray:
-        """(len(objs), len(labels)): each entry's label distribution, or, where entries lie closer than
-        ``colocated_m``, the distribution of the best-observed one (the largest evidence weight) among
-        them. Two entries that close are one object seen two ways (a far, small first view can start a
-        second entry with another label). Taking the better-observed entry's label, not a weighted mix:
-        with 84 labels one stray look (weight ~0.2 of the object's) pulled a right answer's score under
-        the match threshold ("the blue cylinder" 0.775 < 0.779, the stray look read "blue egg")."""
-        p = np.stack([self.label_distribution(o) for o in objs])
+    def _colocated_best(self, objs: Sequence[MapObject]) -> np.ndarray:
+        """(len(objs),) for each entry the index of the best-observed entry (the largest evidence
+        weight) among those closer than ``colocated_m`` (itself when none is). Two entries that close
+        are one object seen two ways (a far, small first view can start a second entry with another
+        label). The query answers with the best-observed entry's labels, not a weighted mix: with 84
+        labels one stray look (weight ~0.2 of the object's) pulled a right answer's score under the
+        match threshold ("the blue cylinder" 0.775 < 0.779, the stray look read "blue egg")."""
         r = self.config.colocated_m
         if r <= 0 or len(objs) < 2:
-            return p
+            return np.arange(len(objs))
         pos = np.stack([o.position for o in objs])
         near = np.linalg.norm(pos[:, None] - pos[None], axis=-1) < r
         w = np.array([max(o.weight, 1e-6) for o in objs])
-        return p[np.argmax(np.where(near, w[None, :], -1.0), axis=1)]
+        return np.argmax(np.where(near, w[None, :], -1.0), axis=1)
 
     def label_distribution(self, obj: MapObject) -> np.ndarray:
         """(len(labels),) softmax(snap_temperature * similarity) over the label prototypes (one-hot when

@@ -66,10 +66,13 @@ def test_map_label_scores_threshold_and_colocated_pooling():
     want_ball[ball] = 1.0
     top = m.query(None, 1, 0.5, label_scores=want_ball)
     assert top and np.allclose(top[0][0].position, [2.0, 1.0, 0.5]) and top[0][1] > 0.99
-    # the far look takes the well-observed entry's label: both answer "blue cube" fully, neither "ball"
+    # the far look takes the well-observed entry's label: the group answers once, as the well-observed
+    # "blue cube" entry (its label and position), fully; neither answers "ball"
     want_cube = np.zeros(len(LABELS), np.float32)
     want_cube[cube] = 1.0
-    assert [round(s, 6) for _, s in m.query(None, 0, 0.5, label_scores=want_cube)] == [1.0, 1.0]
+    answers = m.query(None, 0, 0.5, label_scores=want_cube)
+    assert [round(s, 6) for _, s in answers] == [1.0] and np.allclose(answers[0][0].position, [1.0, 0, 0.5])
+    assert answers[0][0].label == "blue cube"
     nothing = np.zeros(len(LABELS), np.float32)
     assert m.query(None, 0, 0.35, label_scores=nothing) == []
     m.config.colocated_m = 0.0  # without pooling the far look ties with the real ball
