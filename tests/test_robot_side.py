@@ -150,6 +150,15 @@ class FakeCartPole:
                                     velocity=[0.0, 0.0]))
 
 
+def test_every_shipped_bundle_acts_in_the_robot_check():
+    """tools/robot_side.py's bundle check: every bundle in policies/ loads and acts, the pixel policy
+    with its image input too (it was fed the state vector alone and reported a problem)."""
+    lines, problems = ROBOT.check_bundles()
+    assert problems == []
+    names = {p.name for p in (REPO / "policies").iterdir() if (p / "io.yaml").is_file()}
+    assert {line.split(":")[0].split()[1] for line in lines} == names and "ball_plate_pixels" in names
+
+
 def test_policy_node_serves_a_bundle_without_the_workstation_side(ros_processes, ros_probe, params_dir, tmp_path):
     ros_processes.extra_env.update(robot_env(tmp_path))
     node = ros_processes.start_node(

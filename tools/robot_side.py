@@ -18,7 +18,7 @@ import importlib
 import importlib.util
 import sys
 from pathlib import Path
-from typing import List
+from typing import List, Tuple
 
 REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "ros2_ws" / "src"
@@ -95,6 +95,25 @@ def import_all(modules: List[str], eps: List[str]) -> List[str]:
     return failed
 
 
+def check_bundles() -> Tuple[List[str], List[str]]:
+    """Load every shipped bundle in policies/ and act once on zero observations (black frames for a
+    pixel policy's image inputs): (one line per bundle, problems)."""
+    import numpy as np
+
+    from rlstack_bundle.bundle import load
+
+    lines, problems = [], []
+    for path in sorted(p for p in (REPO / "policies").iterdir() if (p / "io.yaml").is_file()):
+        try:
+            b = load(str(path))
+            images = {s.input: np.zeros(s.input_shape, np.uint8) for s in b.image_specs}
+            action = b.act(np.zeros(b.obs_dim, np.float32), images)
+            lines.append(f"bundle {path.name}: command on zeros {np.round(b.command(action), 3).tolist()}")
+        except Exception as exc:  # noqa: BLE001 - reported as a problem of this bundle
+            problems.append(f"bundle {path.name}: {exc}")
+    return lines, problems
+
+
 def main(argv: List[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--text", action="store_true", help="also embed a query with perception's text encoder")
@@ -103,16 +122,9 @@ def main(argv: List[str]) -> int:
     modules, eps = robot_modules(), entry_points()
     problems += import_all(modules, eps)
     print(f"imported {len(modules)} robot-side modules, {len(eps)} node entry points")
-    import numpy as np
-
-    from rlstack_bundle.bundle import load
-
-    for path in sorted(p for p in (REPO / "policies").iterdir() if (p / "io.yaml").is_file()):
-        try:
-            b = load(str(path))
-            print(f"bundle {path.name}: command on zeros {np.round(b.command(b.act(np.zeros(b.obs_dim, np.float32))), 3).tolist()}")
-        except Exception as exc:
-            problems.append(f"bundle {path.name}: {exc}")
+    lines, failed = check_bundles()
+    print("\n".join(lines))
+    problems += failed
     if args.text:
         from rlstack_perception.embed import LABELS, TextEncoder
 
