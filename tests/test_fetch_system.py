@@ -62,10 +62,10 @@ class Graph:
         reply = self.harness._call(self.params, SetParameters.Request(parameters=msgs))
         assert all(r.successful for r in reply.results), [r.reason for r in reply.results]
 
-    def fetch(self, layout: FetchLayout, timeout_s: float = 240.0) -> dict:
+    def fetch(self, layout: FetchLayout, timeout_s: float = 240.0, on_feedback=None) -> dict:
         try:
             self.harness.apply(layout)
-            result = self.harness.fetch(layout, timeout_s)
+            result = self.harness.fetch(layout, timeout_s, on_feedback=on_feedback)
         except (TimeoutError, RuntimeError) as exc:
             # A stalled graph (seen once in CI: stale odometry, then a reset service that never
             # answered): ask every node where its threads are, and put that in the report.
@@ -168,10 +168,8 @@ def test_a_cube_that_falls_out_on_the_way_is_noticed_and_never_a_success(graph):
     tries = []
     for _ in range(2):
         moved.clear()
-        graph.harness.apply(layout)
         start = len(graph.processes.processes[0].log_text())
-        result = graph.harness.fetch(layout, 300.0, on_feedback=on_feedback)
-        graph.processes.assert_all_alive()
+        result = graph.fetch(layout, 300.0, on_feedback=on_feedback)
         # this fetch's mission lines, all of them: a re-fetch after the fall can push the fall out of
         # mission_log()'s last lines (a fresh-clone run failed on that while the mission had felt it)
         log = graph.mission_log(lines=None, since=start)

@@ -177,9 +177,8 @@ class SemanticMapCore:
                 # one answer per co-located group: its best-observed entry (its label and position);
                 # answering a duplicate with the group's score named the object by the duplicate's own
                 # label (the mission logged "green book" for the green cube it then fetched)
-                best = np.unique(self._colocated_best(objs)) if objs else np.zeros(0, int)
-                dist = np.stack([self.label_distribution(objs[j]) for j in best]) if objs else np.zeros((0, len(ls)))
-                scored = list(zip([objs[j] for j in best], (dist @ ls).tolist()))
+                scored = [(objs[j], float(self.label_distribution(objs[j]) @ ls))
+                          for j in np.unique(self._colocated_best(objs))]
             else:
                 scored = [(o, float(self.query_embedding(o) @ text_embedding)) for o in self.objects.values()]
             ranked = sorted(scored, key=lambda t: -t[1])
