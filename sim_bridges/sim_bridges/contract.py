@@ -377,6 +377,19 @@ class SimBackend(abc.ABC):
     def joint_state(self) -> JointState:
         """Current joint positions, velocities and efforts."""
 
+    def read_joint_state_into(self, position: np.ndarray, velocity: np.ndarray, effort: np.ndarray) -> None:
+        """Write what :meth:`joint_state` reports into three writable float64 arrays of
+        ``len(joint_names)`` (a batch's rows), without building a :class:`JointState`.
+
+        Why: a batch bridge reads every env's joints on every call, and building the read-only
+        snapshot cost more than the read itself. Backends may override it with a direct read; this
+        default goes through :meth:`joint_state`, so both always agree.
+        """
+        js = self.joint_state()
+        position[:] = js.position
+        velocity[:] = js.velocity
+        effort[:] = js.effort
+
     @abc.abstractmethod
     def joint_limits(self) -> Dict[str, JointLimit]:
         """``name -> (lower, upper, max_velocity)`` for every joint in :attr:`joint_names`."""

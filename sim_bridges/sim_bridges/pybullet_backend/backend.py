@@ -492,6 +492,16 @@ class PyBulletBackend(SimBackend):
         arr = np.array([(s[0], s[1], s[3]) for s in states], dtype=np.float64)
         return JointState(self._joint_names, arr[:, 0], arr[:, 1], arr[:, 2])
 
+    def read_joint_state_into(self, position: np.ndarray, velocity: np.ndarray, effort: np.ndarray) -> None:
+        # the same getJointStates reads as joint_state(), written straight into the caller's rows
+        self._check_loaded()
+        cid, k = self._cid, 0
+        for body, indices in self._joint_groups:
+            if indices:
+                for s in p.getJointStates(body, indices, physicsClientId=cid):
+                    position[k], velocity[k], effort[k] = s[0], s[1], s[3]
+                    k += 1
+
     def joint_limits(self) -> Dict[str, JointLimit]:
         self._check_loaded()
         return {n: JointLimit(j.lower, j.upper, j.max_velocity) for n, j in self._joints.items()}

@@ -84,13 +84,33 @@ class BatchSims:
         self.channels = self.handlers[0].channels
         self.joint_names = list(self.sims[0].joint_names)
         self.object_names = sorted(self.sims[0].ground_truth())
-        self._terminal: dict = {}   # env -> (joint state, objects, commands, sim time) before its auto-reset
-        self._fresh: dict = {}      # env -> its joint state read after this call's steps (the end check's)
+        # Every env's joint state, one row per env, written in place after each env's part of a call
+        # (SimBackend.read_joint_state_into): building a JointState per env per call and stacking
+        # them was a fifth of a cart-pole call. The reset_* rows hold the first state of the envs a
+        # call auto-reset (the rows above keep their terminal state until the next call).
+        shape = (num_envs, len(self.joint_names))
+        self._rows = tuple(np.zeros(shape) for _ in range(3))         # position, velocity, effort
+        self._reset_rows = tuple(np.zeros(shape) for _ in range(3))
+        for i in range(num_envs):
+            self._read(i, self._rows)
+        self._terminal: dict = {}   # env -> (objects, commands, sim time) before its auto-reset
         self._auto = np.zeros(0, dtype=bool)
 
     @property
     def num_envs(self) -> int:
         return len(self.sims)
+
+    def _read(self, i: int, rows: tuple) -> None:
+        self.sims[i].read_joint_state_into(rows[0][i], rows[1][i], rows[2][i])
+
+    def _settle(self) -> None:
+        """Before a call: the envs the last call auto-reset now report their new episode's state."""
+        if self._auto.any():
+            envs = np.flatnonzero(self._auto)
+            for rows, fresh in zip(self._rows, self._reset_rows):
+                rows[envs] = fresh[envs]
+        self._terminal = {}
+        self._auto = np.zeros(0, dtype=bool)
 
     def step(self, steps: int, command_topics: Sequence[str], command_values: Sequence[float],
              reset_seeds: Sequence[int], auto_reset_seeds: Sequence[int] = (), end_episode: Sequence[bool] = (),
@@ -102,8 +122,7 @@ class BatchSims:
         state is kept for :meth:`state`. Returns '' or why the call was refused (nothing applied then)
         or why a reset failed."""
         n = self.num_envs
-        self._terminal, self._fresh = {}, {}
-        self._auto = np.zeros(n if len(auto_reset_seeds) else 0, dtype=bool)
+        self._settle()
         for name, arr in (("reset_seeds", reset_seeds), ("auto_reset_seeds", auto_reset_seeds),
                           ("end_episode", end_episode)):
             if len(arr) not in (0, n):
@@ -123,26 +142,29 @@ class BatchSims:
         k = sum(a for _, a in plan)
         # (index, limit) pairs, checked in plain Python: a handful of numpy calls per env cost more
         ends = [(self.joint_names.index(j), float(lim)) for j, lim in zip(end_joints, end_abs_limits)]
+        auto = np.zeros(n if len(auto_reset_seeds) else 0, dtype=bool)
+        position = self._rows[0]
         failed = []
         for i, (sim, handler, stepper) in enumerate(zip(self.sims, self.handlers, self.steppers)):
             if len(reset_seeds) and reset_seeds[i] >= 0:
                 failed += self._reset(i, int(reset_seeds[i]))
+                self._read(i, self._rows)
                 continue
             if plan:
                 apply_request_commands(handler, plan, command_values[i * k:(i + 1) * k])
             if steps > 0:
                 stepper.run(int(steps), lambda: None)
+            self._read(i, self._rows)
             if len(auto_reset_seeds) and auto_reset_seeds[i] >= 0:
-                js = sim.joint_state()
-                ended = bool(len(end_episode) and end_episode[i]) or any(
-                    abs(float(js.position[k])) > lim for k, lim in ends)
+                row = position[i]
+                ended = bool(len(end_episode) and end_episode[i]) or any(abs(row[j]) > lim for j, lim in ends)
                 if ended:
-                    self._terminal[i] = (js, sim.ground_truth() if self.object_names else {}, handler.commands_received,
+                    self._terminal[i] = (sim.ground_truth() if self.object_names else {}, handler.commands_received,
                                          sim.sim_time)
-                    self._auto[i] = True
+                    auto[i] = True
                     failed += self._reset(i, int(auto_reset_seeds[i]))
-                else:
-                    self._fresh[i] = js   # read once: state() answers with it (a third of the reads before)
+                    self._read(i, self._reset_rows)
+        self._auto = auto
         return "; ".join(failed)
 
     def _reset(self, i: int, seed: int) -> List[str]:
@@ -156,40 +178,38 @@ class BatchSims:
         (a third of a cart-pole call's time went into reading poses its training never used).
         Envs the call auto-reset report their terminal state, and ``reset`` their new first state."""
         names = list(self.object_names) if with_objects else []
-        current = self._collect(range(self.num_envs), names, self._terminal, self._fresh)
+        envs = range(self.num_envs)
+        kept = [self._terminal.get(i) for i in envs]
+        current = self._state(
+            envs, self._rows, names,
+            sim_time=[k[2] if k else self.sims[i].sim_time for i, k in zip(envs, kept)],
+            commands=[k[1] if k else self.handlers[i].commands_received for i, k in zip(envs, kept)],
+            objects=[k[0] if k else self.sims[i].ground_truth() for i, k in zip(envs, kept)] if names else [])
         current.auto_reset = self._auto
         if self._auto.any():
-            current.reset = self._collect(np.flatnonzero(self._auto).tolist(), names, {}, {})
+            fresh = np.flatnonzero(self._auto).tolist()
+            current.reset = self._state(
+                fresh, self._reset_rows, names, sim_time=[self.sims[i].sim_time for i in fresh],
+                commands=[self.handlers[i].commands_received for i in fresh],
+                objects=[self.sims[i].ground_truth() for i in fresh] if names else [])
         return current
 
-    def _collect(self, envs: Sequence[int], names: List[str], terminal: dict, fresh: dict) -> BatchState:
-        """The state of ``envs`` (terminal states from ``terminal``, joint states already read after
-        the steps from ``fresh``, where given)."""
-        js, gt, counts, times = [], [], [], []
-        for i in envs:
-            if i in terminal:
-                j, objects, count, t = terminal[i]
-            else:
-                j, t = fresh[i] if i in fresh else self.sims[i].joint_state(), self.sims[i].sim_time
-                objects = self.sims[i].ground_truth() if names else {}
-                count = self.handlers[i].commands_received
-            js.append(j)
-            gt.append(objects)
-            counts.append(count)
-            times.append(t)
-        n, m = len(js), len(names)
+    def _state(self, envs: Sequence[int], rows: tuple, names: List[str], sim_time: List[float],
+               commands: List[int], objects: List[dict]) -> BatchState:
+        """A BatchState of ``envs``: their joint rows (copied), and the objects ``names`` from
+        ``objects`` (one ground-truth dict per env)."""
+        index = list(envs)
+        n, m = len(index), len(names)
         pos = np.zeros((n, m, 3))
         quat = np.zeros((n, m, 4))
-        for i, objects in enumerate(gt):
+        for i, gt in enumerate(objects):
             for j, name in enumerate(names):
-                pos[i, j] = objects[name].pose.position
-                quat[i, j] = objects[name].pose.orientation
-        joints = lambda f: np.stack([getattr(x, f) for x in js]) if self.joint_names and n else np.zeros((n, 0))  # noqa: E731
+                pos[i, j] = gt[name].pose.position
+                quat[i, j] = gt[name].pose.orientation
         return BatchState(
-            sim_time=np.array(times, dtype=np.float64),
-            commands_received=counts,
+            sim_time=np.array(sim_time, dtype=np.float64), commands_received=commands,
             joint_names=self.joint_names,
-            joint_position=joints("position"), joint_velocity=joints("velocity"), joint_effort=joints("effort"),
+            joint_position=rows[0][index], joint_velocity=rows[1][index], joint_effort=rows[2][index],
             object_names=names, object_position=pos, object_orientation=quat)
 
     def close(self) -> None:

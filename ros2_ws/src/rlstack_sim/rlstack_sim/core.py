@@ -371,7 +371,7 @@ class Stepper:
                 v, w = cmd.limiter.update(self.period)
                 sim.set_base_velocity(v, w)
                 batch = 1
-            elif sim_clock and (deadline := cmd.watchdog.deadline()) is not None:
+            elif sim_clock and batch > 1 and (deadline := cmd.watchdog.deadline()) is not None:
                 batch = min(batch, max(1, math.ceil((deadline - sim.sim_time) / self.period - 1e-9)))
             if publish_inside:
                 batch = min(batch, self.steps_to_next_publication())

@@ -130,6 +130,13 @@ def test_auto_reset_resets_an_env_whose_episode_ended_and_reports_both_states():
         assert s.reset.joint_position.shape == (1, len(b.joint_names))
         assert np.array_equal(s.reset.joint_position[0], fresh.joint_position[0])
         assert np.array_equal(s.reset.joint_velocity[0], fresh.joint_velocity[0])
+        terminal = s.joint_position.copy()
+        # a refused call applies nothing; env 0 still reports its new episode, and the state taken
+        # before (the call's terminal rows) is the caller's own copy, unchanged by later calls
+        assert "reset_seeds has 1 entries" in b.step(1, [], [], [1])
+        refused = b.state()
+        assert np.array_equal(refused.joint_position[0], fresh.joint_position[0]) and refused.auto_reset.size == 0
+        assert np.array_equal(s.joint_position, terminal)
         assert b.step(0, [], [], []) == ""   # report only: env 0 now holds the new episode
         after = b.state()
         assert after.sim_time[0] == 0.0 and after.commands_received[0] == 0 and not after.auto_reset.any()
