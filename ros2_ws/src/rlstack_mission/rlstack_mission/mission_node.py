@@ -235,6 +235,15 @@ class MissionNode(Node):
         self.cube_max_aspect = d("cube_max_aspect", 1.38, "Robot mode: a target the map calls a cube whose grasp-pose "
                                  "height exceeds this times its wider side is another object (WRONG_OBJECT; an upright "
                                  "cylinder stands 1.6x as high as wide); 0: not checked", min_value=0.0, max_value=10.0)
+        self.cube_min_aspect = d("cube_min_aspect", 0.84, "Robot mode: a target asked for or named as a cube whose "
+                                 "grasp-pose height is under this times its wider side is a flatter object (WRONG_OBJECT; "
+                                 "a toy brick is 0.73; cubes measured 0.94-1.26 from the docking range); not applied to "
+                                 "looks from afar (floor objects), where cubes read down to 0.77; 0: not checked",
+                                 min_value=0.0, max_value=10.0)
+        self.brick_max_aspect = d("brick_max_aspect", 0.84, "Robot mode: a target asked for or named as a lego or "
+                                  "duplo whose grasp-pose height exceeds this times its wider side is another object "
+                                  "(WRONG_OBJECT; a cube of its size is 1.0; bricks measured up to 0.78); 0: not checked",
+                                  min_value=0.0, max_value=10.0)
         self.footprint_check_on_floor = d("footprint_check_on_floor", False, "Robot mode: also refuse an object on the "
                                           "floor whose close look's footprint is round where a cube was asked for (or "
                                           "square for a ball). Off: seen from 1 m through the depth noise a cube's top "

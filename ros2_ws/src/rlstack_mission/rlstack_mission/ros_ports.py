@@ -452,8 +452,10 @@ class RosPorts:
                 size = (reply.size.x, reply.size.y, reply.size.z)
                 seen = (f"footprint {reply.size.x * 100:.1f} x {reply.size.y * 100:.1f} cm, "
                         f"{reply.size.z * 100:.1f} cm high")
-                taller = height_mismatch(expected, size, self.n.cube_max_aspect)
-                if taller:    # conclusive: the height of a cylinder is not noise
+                # from afar (~1 m) a cube's height reads down to 0.77 of its width: no "flatter" check there
+                taller = height_mismatch(expected, size, self.n.cube_max_aspect,
+                                         0.0 if from_afar else self.n.cube_min_aspect, self.n.brick_max_aspect)
+                if taller:    # conclusive: the height of a cylinder or a brick is not noise
                     raise GraspRefused(f"WRONG_OBJECT: {taller} ({seen})", wrong_object=True)
                 # From ~1 m (the floor) a noisy cube top reads round view after view
                 # (tests/test_fetch_system.py's floor cube: 3 of 3 looks): the footprint is not trusted there.

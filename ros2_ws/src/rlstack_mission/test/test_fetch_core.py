@@ -377,6 +377,23 @@ def test_a_cube_is_as_high_as_it_is_wide():
     assert height_mismatch("red box", size=cylinder_read_square) == ""   # a box may be tall
 
 
+def test_a_lego_brick_and_a_cube_told_apart_by_their_height():
+    """The toy brick (5.1 x 5.1 x 3.7 cm) and a 5 cm cube look alike to the map from afar; from the
+    docking range their grasp-pose aspects do not overlap (bricks 0.56-0.74, cubes 0.94-1.26)."""
+    brick = (0.051, 0.050, 0.035)     # 0.69
+    cube = (0.050, 0.049, 0.053)      # 1.06
+    assert "too high for a lego" in height_mismatch("the red lego", size=cube, brick_max_aspect=0.84)
+    assert height_mismatch("the red lego", size=brick, brick_max_aspect=0.84) == ""
+    assert height_mismatch("the red duplo", size=cube, brick_max_aspect=0) == ""      # off
+    assert "flatter than a cube" in height_mismatch("the red cube", size=brick, cube_min_aspect=0.84)
+    assert height_mismatch("the red cube", size=cube, cube_min_aspect=0.84) == ""
+    assert height_mismatch("the red cube", size=brick) == ""                           # off by default
+    # "brick" names a cube as often (a cube kind's training word): no brick check on it
+    assert height_mismatch("the red brick", size=cube, brick_max_aspect=0.84) == ""
+    # the user's lego wins over the map's label for the same object
+    assert expected_shape_words("bring me the red lego", "red cube") == "bring me the red lego"
+
+
 def test_the_close_look_is_checked_against_what_was_asked_for():
     """A green cube the map called "green cylinder" matched "the green cube"; checked against the
     map's label, its square top set it aside as "not a cylinder" (tests/test_fetch_system.py)."""
