@@ -97,6 +97,9 @@ class Match:
     z: float
     score: float
     confirmed: bool = True   # False: a near miss (score under min_match_score) fetched only if a close look confirms it
+    #: the look-alike wording this match answered instead of the user's (:func:`look_alike_query`): it
+    #: is lifted only if the close look's shape check of the user's words passes; '' for the user's own
+    look_alike: str = ""
 
 
 @dataclass(frozen=True)
@@ -167,6 +170,11 @@ class FetchParams:
                                             # fetched only if the map's score there reaches min_match_score
                                             # (>= min_match_score: off)
     explore_waypoints: Sequence[Tuple[float, float, float]] = ()  # (x, y, yaw) visited in order while exploring
+    #: (word, look-alike) pairs: after exploring, a query naming ``word`` that nothing matched is asked
+    #: again with ``look-alike`` in its place, and the match is looked at from close by, where the
+    #: grasp pose's shape check of the user's words decides (a toy brick reads as a cube of its
+    #: colour from afar; its height tells them apart). () : off
+    look_alikes: Sequence[Tuple[str, str]] = (("lego", "cube"), ("duplo", "cube"))
     look_around_yaws: int = 4               # headings looked at on each waypoint (360 deg / n apart); 0: none
     waypoint_alternates: int = 2            # a waypoint navigation cannot reach: free poses this many around it tried
     waypoint_alternate_distance: float = 0.8  # ... that far from it (m)
@@ -476,6 +484,15 @@ def expected_shape_words(query: str, label: str) -> str:
     return query if any(w in ROUND_SHAPES + SQUARE_SHAPES + FLAT_SHAPES for w in words) else label
 
 
+def look_alike_query(query: str, look_alikes: Sequence[Tuple[str, str]]) -> str:
+    """``query`` with each word that has a look-alike replaced by it ("bring the red lego" -> "bring
+    the red cube"), or '' when it names none."""
+    table = {w.lower(): alike for w, alike in look_alikes}
+    words = query.split()
+    swapped = [table.get(w.lower().strip(".,!?"), w) for w in words]
+    return " ".join(swapped) if swapped != words else ""
+
+
 def footprint_mismatch(label: str, symmetric: bool) -> str:
     """Why a close look's footprint (``symmetric``: round) contradicts ``label``, or ''.
 
@@ -749,7 +766,7 @@ class FetchMission:
                 if self.clock() > deadline or k == n - 1 or self.p.look_around_yaws == 0:
                     break
                 self.ports.turn(2 * math.pi / n)  # look around in place
-        near = self._near_miss(avoid)
+        near = self._near_miss(avoid) or self._look_alike(query, avoid)
         if near is not None:
             return near
         best = self._best_seen
@@ -784,6 +801,21 @@ class FetchMission:
         self.ports.feedback("EXPLORE", f"best match '{near.label}' at ({near.x:.2f}, {near.y:.2f}) scored "
                                        f"{near.score:.2f}, under {self.p.min_match_score:g}: looking at it from close by")
         return replace(near, confirmed=False)
+
+    def _look_alike(self, query: str, avoid: Sequence[Match]) -> Optional[Match]:
+        """Exploring is over and nothing matched ``query``: the best confident match of its look-alike
+        wording (:attr:`FetchParams.look_alikes`; none near ``avoid``), to be looked at from close by.
+        The map cannot tell a toy brick from a cube of its colour from 1-2 m (its studs do not show
+        in the crop) and may have named the brick "red cube"; the grasp pose's height can."""
+        alike = look_alike_query(query, self.p.look_alikes)
+        if not alike:
+            return None
+        match = best_match(self.ports.query(alike), self.p.min_match_score, avoid=avoid)
+        if match is None:
+            return None
+        self.ports.feedback("EXPLORE", f"nothing matched '{query}'; '{match.label}' at ({match.x:.2f}, {match.y:.2f}) "
+                                       f"matches '{alike}', which looks the same from afar: looking at it from close by")
+        return replace(match, confirmed=False, look_alike=alike)
 
     def _confirm(self, answer: Sequence[Match], target: Match) -> Match:
         """A near miss seen again from its staging pose (``answer``: the map's answer there): the
@@ -891,7 +923,7 @@ class FetchMission:
             # re-observe from the staging pose: the map's estimate is best from close by
             self.ports.wait(self.p.settle_s)
             answer = self.ports.query(query)
-            if not target.confirmed:
+            if not target.confirmed and not target.look_alike:   # a look-alike: the close look's shape check decides
                 target = self._confirm(answer, target)
             refined = best_match(answer, self.p.min_match_score, near=(target.x, target.y),
                                  max_shift=self.p.reobserve_max_shift)

@@ -144,6 +144,7 @@ class MissionNode(Node):
                               "this (under min_match_score) is looked at from close by and fetched only if it then "
                               "reaches min_match_score (>= min_match_score: off)", min_value=-1.0, max_value=1.0),
             explore_waypoints=[tuple(waypoints[i:i + 3]) for i in range(0, len(waypoints) - 2, 3)],
+            look_alikes=self._look_alikes(d),
             look_around_yaws=d("look_around_yaws", p.look_around_yaws, "Headings looked at per waypoint (0: none)",
                                min_value=0, max_value=36),
             waypoint_alternates=d("waypoint_alternates", p.waypoint_alternates, "Free poses beside an unreachable "
@@ -244,6 +245,10 @@ class MissionNode(Node):
                                   "duplo whose grasp-pose height exceeds this times its wider side is another object "
                                   "(WRONG_OBJECT; a cube of its size is 1.0; bricks measured up to 0.78); 0: not checked",
                                   min_value=0.0, max_value=10.0)
+        if self.params_.look_alikes and (self.grasp_source != "perception" or self.brick_max_aspect <= 0):
+            # a look-alike match is lifted on the close look's say-so: without it (the ground-truth
+            # grasp, or the brick check off) the mission would lift a red cube for "the red lego"
+            self.params_.look_alikes = ()
         self.footprint_check_on_floor = d("footprint_check_on_floor", False, "Robot mode: also refuse an object on the "
                                           "floor whose close look's footprint is round where a cube was asked for (or "
                                           "square for a ball). Off: seen from 1 m through the depth noise a cube's top "
@@ -290,6 +295,17 @@ class MissionNode(Node):
         self.rate_hz = d("control_rate_hz", 20.0, "Rate of the mission's own arm and docking loops, Hz",
                          min_value=1.0, max_value=200.0)
 
+    @staticmethod
+    def _look_alikes(d) -> Tuple[Tuple[str, str], ...]:
+        pairs = [p for p in d("look_alikes", ["lego=cube", "duplo=cube"], "'word=look-alike' pairs: after exploring, "
+                              "a query naming the word that nothing matched is asked again with the look-alike in its "
+                              "place, and that match is lifted only if the close look's shape check of the asked words "
+                              "passes (a toy brick reads as a cube of its colour from afar; brick_max_aspect tells "
+                              "them apart). Robot mode with brick_max_aspect > 0 only; [''] : off") if p.strip()]
+        bad = [p for p in pairs if p.count("=") != 1 or not all(x.strip() for x in p.split("="))]
+        if bad:
+            raise ValueError(f"look_alikes entries must read 'word=look-alike', got {bad}")
+        return tuple(tuple(x.strip().lower() for x in p.split("=")) for p in pairs)
 
     # ------------------------------------------------------------------ inputs
     def _reject(self, what: str, kind: str, message: str) -> None:

@@ -10,7 +10,7 @@ import pytest
 from rlstack_mission.fetch import (FetchCode, FetchMission, FetchParams, GraspOutcome, Match, MissionAborted,
                                    grow_sensed_obstacles,
                                    NavOutcome, Pose2D, best_match, clearance, plan_approaches,
-                                   plan_floor_approaches, square_floor_approach, expected_shape_words,
+                                   plan_floor_approaches, square_floor_approach, expected_shape_words, look_alike_query,
                                    footprint_mismatch, height_mismatch,
                                    stand_pose_for_drop, wrap_quarter)
 from rlstack_mission.layouts import TABLES, make_layout, with_floor_objects
@@ -642,6 +642,45 @@ def test_a_near_miss_is_fetched_only_once_a_close_look_confirms_it(home):
     r = run(robot, near_miss_score=0.85)
     assert r.code == FetchCode.NOT_FOUND and "best: 'yellow cube' scored 0.84" in r.reason
     assert robot.log.count("navigate") == 2    # the two exploration waypoints, no close look
+
+
+def test_a_lego_the_map_read_as_a_cube_is_lifted_only_if_the_close_look_says_brick(home):
+    """Lego fetches in robot mode: from 1-2 m the map named the red brick "red cube" (its studs do
+    not show in the crop), so "the red lego" matched nothing and the fetch ended NOT_FOUND. After
+    exploring, the look-alike wording is asked; its matches are looked at from close by, where the
+    grasp pose's height check of the user's words decides: the real cube is set aside, the brick
+    lifted."""
+    assert look_alike_query("bring me the Red Lego.", (("lego", "cube"),)) == "bring me the Red cube"
+    assert look_alike_query("the red cube", (("lego", "cube"),)) == ""
+    cube = Match(1, "red cube", -1.63, -2.36, 0.525, 0.95)
+    brick = Match(7, "red cube", 2.6, -1.85, 0.525, 0.92)
+    too_high = GraspOutcome(False, "no grasp pose: WRONG_OBJECT: the close look shows an object 5.3 cm high on a "
+                                   "5.0 cm footprint, too high for a lego", wrong_object=True)
+    asked = []
+
+    def query(text):
+        asked.append(text)
+        return [cube, brick] if "cube" in text else []
+
+    robot = ScriptedRobot(home, grasps=[too_high, True])
+    robot.query = query
+    r = run(robot, query="the red lego")
+    assert r.code == FetchCode.SUCCEEDED, r.reason
+    assert (r.target.x, r.target.y) == (brick.x, brick.y) and r.target.look_alike == "the red cube"
+    assert any("matches 'the red cube', which looks the same from afar" in d for d in robot.details)
+    assert any("too high for a lego" in d and "another match" in d for d in robot.details)
+    assert robot.log.count("grasp") == 2
+    # every look-alike refused by the close look: NOT_FOUND saying why, no cube carried off
+    robot = ScriptedRobot(home, grasps=[too_high, too_high, too_high])
+    robot.query = query
+    r = run(robot, query="the red lego")
+    assert r.code == FetchCode.NOT_FOUND and "too high for a lego" in r.reason, r.reason
+    assert "stow" not in robot.log
+    # off: NOT_FOUND after exploring, nothing looked at
+    robot = ScriptedRobot(home)
+    robot.query = query
+    r = run(robot, query="the red lego", look_alikes=())
+    assert r.code == FetchCode.NOT_FOUND and "grasp" not in robot.log, r.reason
 
 
 def test_a_near_miss_below_the_near_miss_score_is_not_looked_at(home):
