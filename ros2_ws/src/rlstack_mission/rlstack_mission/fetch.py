@@ -476,12 +476,17 @@ EQUAL_SIDED_SHAPES = ("cube",)
 FLAT_SHAPES = ("lego", "duplo")
 
 
+def _words(text: str) -> List[str]:
+    """The lower-case words of a query or label, without trailing punctuation ("the red lego." names
+    a lego): every shape check and the look-alike wording read words the same way."""
+    return [w.lower().strip(".,!?") for w in text.split()]
+
+
 def expected_shape_words(query: str, label: str) -> str:
     """The words a close look is checked against: the user's ``query`` when it names a shape (the
     map's label may name another: a green cube the map called "green cylinder" was set aside as
     "not a cylinder" although a cube was asked for), else the map's ``label``."""
-    words = query.lower().split()
-    return query if any(w in ROUND_SHAPES + SQUARE_SHAPES + FLAT_SHAPES for w in words) else label
+    return query if any(w in ROUND_SHAPES + SQUARE_SHAPES + FLAT_SHAPES for w in _words(query)) else label
 
 
 def look_alike_query(query: str, look_alikes: Sequence[Tuple[str, str]]) -> str:
@@ -489,7 +494,7 @@ def look_alike_query(query: str, look_alikes: Sequence[Tuple[str, str]]) -> str:
     the red cube"), or '' when it names none."""
     table = {w.lower(): alike for w, alike in look_alikes}
     words = query.split()
-    swapped = [table.get(w.lower().strip(".,!?"), w) for w in words]
+    swapped = [table.get(key, w) for key, w in zip(_words(query), words)]
     return " ".join(swapped) if swapped != words else ""
 
 
@@ -501,7 +506,7 @@ def footprint_mismatch(label: str, symmetric: bool) -> str:
     its round top. Not conclusive on its own: under the RGB-D depth noise a cube's 5 cm top seen from
     1 m reads round in about half the views (docs/perception.md), so the mission looks again before
     it believes it, and does not trust it from afar (:func:`height_mismatch` is conclusive)."""
-    words = label.lower().split()
+    words = _words(label)
     if symmetric and any(w in SQUARE_SHAPES for w in words):
         return f"the close look shows a round object, not a {next(w for w in words if w in SQUARE_SHAPES)}"
     if not symmetric and any(w in ROUND_SHAPES for w in words):
@@ -531,7 +536,7 @@ def height_mismatch(label: str, size: Optional[Sequence[float]], cube_max_aspect
     width = max(along, across)
     if width <= 0:
         return ""
-    words = label.lower().split()
+    words = _words(label)
     aspect = height / width
     seen = f"an object {height * 100:.1f} cm high on a {width * 100:.1f} cm footprint"
     if any(w in EQUAL_SIDED_SHAPES for w in words):

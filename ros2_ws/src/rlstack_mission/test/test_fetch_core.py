@@ -392,6 +392,10 @@ def test_a_lego_brick_and_a_cube_told_apart_by_their_height():
     assert height_mismatch("the red brick", size=cube, brick_max_aspect=0.84) == ""
     # the user's lego wins over the map's label for the same object
     assert expected_shape_words("bring me the red lego", "red cube") == "bring me the red lego"
+    # punctuation read alike by the look-alike wording and the shape checks: the brick asked for as
+    # "the red lego." is checked as a lego, not as the "red cube" the map may call it
+    assert expected_shape_words("the red lego.", "red cube") == "the red lego."
+    assert height_mismatch("the red lego.", size=brick, cube_min_aspect=0.84, brick_max_aspect=0.84) == ""
 
 
 def test_the_close_look_is_checked_against_what_was_asked_for():
