@@ -297,7 +297,8 @@ class MissionNode(Node):
 
     @staticmethod
     def _look_alikes(d) -> Tuple[Tuple[str, str], ...]:
-        pairs = [p for p in d("look_alikes", ["lego=cube", "duplo=cube"], "'word=look-alike' pairs: after exploring, "
+        default = [f"{word}={alike}" for word, alike in FetchParams().look_alikes]
+        pairs = [p for p in d("look_alikes", default, "'word=look-alike' pairs: after exploring, "
                               "a query naming the word that nothing matched is asked again with the look-alike in its "
                               "place, and that match is lifted only if the close look's shape check of the asked words "
                               "passes (a toy brick reads as a cube of its colour from afar; brick_max_aspect tells "
