@@ -33,6 +33,9 @@ HELDOUT_FILE = Path(__file__).resolve().parent / "wordings" / "heldout.json"
 HELDOUT_FRESH_FILE = HELDOUT_FILE.with_name("heldout_fresh.json")
 #: a third, for the kinds beyond cube/ball/cylinder (tenth session; columns prefixed "kinds_")
 HELDOUT_KINDS_FILE = HELDOUT_FILE.with_name("heldout_kinds.json")
+#: a fourth, of object words (and fillers, absent kinds) in no other list, written before the fifteenth
+#: session's grounding of unseen nouns (columns prefixed "unseen_")
+HELDOUT_UNSEEN_FILE = HELDOUT_FILE.with_name("heldout_unseen.json")
 #: absent kinds of the first two held-out sets that are kinds of the vocabulary now (``KINDS``):
 #: their queries name that kind (at map level they are still absent wherever no such object is)
 NOW_PRESENT_KINDS = {"mug": "mug", "teddy bear": "teddy", "duck": "duck"}
@@ -211,9 +214,11 @@ def heldout_queries(path: Path = HELDOUT_FILE, prefix: str = "") -> List[Query]:
 
 def all_heldout_queries(kinds: bool = True) -> List[Query]:
     """The held-out sets: ``heldout.json`` (columns as named), ``heldout_fresh.json`` ("fresh_...") and,
-    with ``kinds``, ``heldout_kinds.json`` ("kinds_...")."""
+    with ``kinds``, ``heldout_kinds.json`` ("kinds_...") and ``heldout_unseen.json`` ("unseen_...")."""
     out = heldout_queries() + heldout_queries(HELDOUT_FRESH_FILE, "fresh_")
-    return out + heldout_queries(HELDOUT_KINDS_FILE, "kinds_") if kinds else out
+    if not kinds:
+        return out
+    return out + heldout_queries(HELDOUT_KINDS_FILE, "kinds_") + heldout_queries(HELDOUT_UNSEEN_FILE, "unseen_")
 
 
 def is_absent(column: str) -> bool:

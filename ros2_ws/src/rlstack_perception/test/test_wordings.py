@@ -32,12 +32,13 @@ def test_heldout_columns_and_sizes():
 
 KINDS_PHRASES = ("please locate", "where's that", "gone", "bring over", "when you can", "i think i left",
                  "could the robot")
+UNSEEN_PHRASES = ("toss me", "i'm after", "any idea", "lemme", "that's", "go on,", "whatsit", "doodad")
 FRESH_PHRASES = ("can you", "i'd like", "which is", "if you would", "anywhere around", "end up", "fetch me that",
                  "from there", "thingy", "gizmo")
 
 
-@pytest.mark.parametrize("path", [w.HELDOUT_FILE, w.HELDOUT_FRESH_FILE, w.HELDOUT_KINDS_FILE],
-                         ids=["heldout", "fresh", "kinds"])
+@pytest.mark.parametrize("path", [w.HELDOUT_FILE, w.HELDOUT_FRESH_FILE, w.HELDOUT_KINDS_FILE, w.HELDOUT_UNSEEN_FILE],
+                         ids=["heldout", "fresh", "kinds", "unseen"])
 def test_heldout_words_never_in_training(path):
     h = w.load_heldout(path)
     texts = _train_texts()
@@ -48,7 +49,8 @@ def test_heldout_words_never_in_training(path):
     # the first set's absent kinds "mug" and "duck" are kinds of the vocabulary now: their own names train
     held_words += h["absent"]["colours"] + [k for k in h["absent"]["kinds"] if k not in KINDS]
     held_words += {w.HELDOUT_FILE: ["toy", "plaything"], w.HELDOUT_FRESH_FILE: ["thingy", "gizmo", "yo"],
-                   w.HELDOUT_KINDS_FILE: ["soft toy", "dishware", "container"]}[path]
+                   w.HELDOUT_KINDS_FILE: ["soft toy", "dishware", "container"],
+                   w.HELDOUT_UNSEEN_FILE: ["whatsit", "doodad"]}[path]
     for word in held_words:
         if " " in word:
             assert word.lower() not in joined, word
@@ -72,16 +74,17 @@ def test_heldout_fillers_templates_and_queries_never_in_training():
     held_t = set(h["colour_synonym_templates"]) | set(h["paraphrase_templates"]) | set(h["absent"]["templates"])
     held_t -= {"the {c} {s}", "a {c} {s}"}  # the bare forms are not a wording trick
     assert not held_t & set(w.TRAIN_TEMPLATES)
-    for phrase in FRESH_PHRASES + KINDS_PHRASES:
+    for phrase in FRESH_PHRASES + KINDS_PHRASES + UNSEEN_PHRASES:
         assert phrase not in joined, phrase
-    for path in (w.HELDOUT_FRESH_FILE, w.HELDOUT_KINDS_FILE):
+    for path in (w.HELDOUT_FRESH_FILE, w.HELDOUT_KINDS_FILE, w.HELDOUT_UNSEEN_FILE):
         other = w.load_heldout(path)
         other_t = set(other["colour_synonym_templates"]) | set(other["paraphrase_templates"]) | set(other["absent"]["templates"])
         assert not (other_t - {"the {c} {s}", "a {c} {s}"}) & set(w.TRAIN_TEMPLATES)
     train_set = set(texts)
     qs = w.all_heldout_queries()
     assert {q.column for q in qs} >= {"fresh_paraphrases", "fresh_absent", "fresh_colour_synonyms",
-                                      "kinds_paraphrases", "kinds_absent", "kinds_category"}
+                                      "kinds_paraphrases", "kinds_absent", "kinds_category",
+                                      "unseen_paraphrases", "unseen_absent", "unseen_colour_synonyms", "unseen_category"}
     for q in qs:
         if q.column != "trained":
             assert q.text not in train_set, q.text
@@ -110,3 +113,35 @@ def test_training_draws_every_kind_and_kinds_heldout_expands():
     cols = w.columns(w.heldout_queries(w.HELDOUT_KINDS_FILE, "kinds_"))
     assert {"kinds_paraphrases", "kinds_colour_synonyms", "kinds_combined", "kinds_category", "kinds_absent"} <= set(cols)
     assert {s for q in cols["kinds_paraphrases"] for s in q.shapes} == set(KINDS[3:])
+
+
+def _items(h):
+    out = [x for v in h["colour_synonyms"].values() for x in v] + [x for v in h["shape_paraphrases"].values() for x in v]
+    return out + h["absent"]["colours"] + h["absent"]["kinds"]
+
+
+def test_unseen_set_words_are_new_to_training_and_every_other_set():
+    """heldout_unseen.json (fifteenth session): its object words, absent kinds and colours are items of no
+    training list and of no other held-out set, and each brings a word (token) found in none of them
+    (a compound of known words, "bucket hat", is allowed: its point is which word heads it); its fillers
+    are in no other set's templates."""
+    h = w.load_heldout(w.HELDOUT_UNSEEN_FILE)
+    others = [w.load_heldout(p) for p in (w.HELDOUT_FILE, w.HELDOUT_FRESH_FILE, w.HELDOUT_KINDS_FILE)]
+    train_items = [x for v in w.TRAIN_COLOURS.values() for x in v] + [x for v in w.TRAIN_KINDS.values() for x in v]
+    train_items += list(w.TRAIN_ABSENT_COLOURS) + list(w.TRAIN_ABSENT_KINDS) + list(w.TRAIN_CATEGORY)
+    train_items += list(w.TRAIN_ATTRIBUTE)
+    other_items = [x for o in others for x in _items(o)]
+    known = set().union(*(_tokens(x) for x in train_items + other_items))
+    known |= set().union(*(_tokens(t.replace("{c}", "").replace("{s}", "")) for t in w.TRAIN_TEMPLATES))
+    compounds_of_known_words = {"bucket hat"}
+    for word in _items(h):
+        assert word not in train_items and word not in other_items, word
+        assert word in compounds_of_known_words or _tokens(word) - known, word
+    for o in others:
+        other_t = set(o["colour_synonym_templates"]) | set(o["paraphrase_templates"]) | set(o["absent"]["templates"])
+        mine = set(h["colour_synonym_templates"]) | set(h["paraphrase_templates"]) | set(h["absent"]["templates"])
+        assert not (mine - {"the {c} {s}"}) & other_t
+    assert set(h["shape_paraphrases"]) >= {"cube", "ball", "cylinder"} and set(h["shape_paraphrases"]) <= set(KINDS)
+    cols = w.columns(w.heldout_queries(w.HELDOUT_UNSEEN_FILE, "unseen_"))
+    assert {"unseen_paraphrases", "unseen_colour_synonyms", "unseen_combined", "unseen_category", "unseen_absent"} <= set(cols)
+    assert all(q.labels == () for q in cols["unseen_absent"])
