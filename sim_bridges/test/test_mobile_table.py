@@ -261,3 +261,25 @@ def test_wrist_yaw_turns_the_gripper_in_place_and_later_steps_keep_it(scene_cach
         sim.set_end_effector_delta(0.0, 0.0, 0.0)
         sim.step(1)
     assert _gripper_yaw_deg(sim) == pytest.approx(0.0, abs=1.5)
+
+
+def test_the_target_can_be_the_toy_brick():
+    """``target_kind="lego"``: the target is home_kinds' brick, resting on its flat side on the
+    table or the floor; the distractor stays a cube; an unknown kind is refused."""
+    from sim_bridges.scenes.kinds import KINDS
+    from sim_bridges.scenes.mobile_table import FLOOR_REST_Z, TABLE_TOP
+
+    brick = KINDS["lego"]
+    w, d, h = brick.extents
+    assert 0.045 <= min(w, d) and max(w, d) <= 0.055 and 0.03 <= h <= 0.04   # graspable: fits the 8 cm hand
+    for support, top in (("table", TABLE_TOP), ("floor", 0.0)):
+        spec = make_scene("mobile_table", support=support, target_kind="lego")
+        objs = {o.name: o for o in spec.objects}
+        assert objs[TARGET].kind == "lego" and objs[TARGET].mesh is not None
+        assert objs[DISTRACTOR].kind == "cube"
+        poses = spec.sample_object_poses(np.random.default_rng(3))
+        assert poses[TARGET].position[2] == pytest.approx(top + 0.5 * h)
+        assert poses[DISTRACTOR].position[2] == pytest.approx(top + 0.025)
+    assert FLOOR_REST_Z == pytest.approx(0.025)
+    with pytest.raises(ValueError, match="target_kind"):
+        make_scene("mobile_table", target_kind="duck")

@@ -18,6 +18,12 @@ the arm reaches a floor cube's centre (2.5 cm up) with the gripper pointing down
 ahead of ``base_link`` at y = 0 and 0.40 to 0.76 m at y = 0.2 m, but below 0.40 m its hand comes
 within 2 cm of the body's front edge (measured with PyBullet's IK: ``docs/mission.md``, "Floor
 grasps").
+
+``target_kind="lego"``: the target is the toy brick of ``home_kinds`` (``kinds.KINDS["lego"]``, 5.1 x
+5.1 x 3.7 cm, 50 g) instead of the cube, resting on its flat side; the object is still named
+``target_cube`` (what the lift tasks and tools read), its ``kind`` says what it is. The fetch serves
+one lift for every kind it can grasp, so the lift trains on both (``RlStack/MobileLiftPerceived-v0``'s
+``lego_fraction``).
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from ..geometry import look_at_optical, quat_from_rpy
 from ..robots.mobile_manipulator import mobile_manipulator
 from ..robots.spec import CameraSpec, DiffDriveParams
 from .home import TABLE_SIZE
-from .kinds import BASIC
+from .kinds import BASIC, KINDS
 from .spec import ObjectSpec, SceneSpec, box_footprint, sample_separated_xy
 
 #: near (-x) edge of the table, m ahead of base_link (the base's front casters end 0.26 m ahead)
@@ -54,14 +60,20 @@ SUPPORTS = ("table", "floor")
 FLOOR_REGION = (0.46, 0.68, -0.20, 0.20)
 #: world z of a cube's centre resting on the floor
 FLOOR_REST_Z = 0.5 * CUBE_SIZE
+#: kinds the target can be (``target_kind``): the lift's graspable kinds
+TARGET_KINDS = ("cube", "lego")
 
 
-def _cube_sampler(region, rest_z: float):
+def _cube_sampler(region, rest_z: float, target_rest_z: Optional[float] = None):
+    """Seeded placement of the target and the distractor in ``region``; the target's centre at
+    ``target_rest_z`` (default ``rest_z``: a cube), the distractor cube's at ``rest_z``."""
+    target_z = rest_z if target_rest_z is None else target_rest_z
+
     def sample(rng: np.random.Generator) -> Mapping[str, Pose]:
         (tx, ty, _), (dx, dy, _) = sample_separated_xy(rng, [region], 2, min_separation=CUBE_SEPARATION)
         yaws = rng.uniform(-np.pi, np.pi, size=2)
         return {
-            TARGET: Pose([tx, ty, rest_z], quat_from_rpy(0.0, 0.0, float(yaws[0]))),
+            TARGET: Pose([tx, ty, target_z], quat_from_rpy(0.0, 0.0, float(yaws[0]))),
             DISTRACTOR: Pose([dx, dy, rest_z], quat_from_rpy(0.0, 0.0, float(yaws[1]))),
         }
     return sample
@@ -70,9 +82,20 @@ def _cube_sampler(region, rest_z: float):
 _sample_cubes = _cube_sampler(CUBE_REGION, CUBE_REST_Z)
 
 
+def _target_object(kind: str, support_z: float) -> ObjectSpec:
+    """The target: a home cube (red) or another graspable kind (red), resting on ``support_z``."""
+    if kind == "cube":
+        return ObjectSpec(name=TARGET, shape="box", size=(CUBE_SIZE,) * 3, color_name="red", mass=CUBE_MASS,
+                          lateral_friction=CUBE_FRICTION, pose=Pose([0.55, 0.0, support_z + 0.5 * CUBE_SIZE]))
+    k = KINDS[kind]
+    size = k.extents
+    return ObjectSpec(name=TARGET, shape=k.shape, size=size, color_name="red", mass=k.mass, mesh=k.mesh,
+                      kind=k.name, lateral_friction=CUBE_FRICTION, pose=Pose([0.55, 0.0, support_z + 0.5 * size[2]]))
+
+
 def make_mobile_table_scene(wheel_radius: float = 0.08, track_width: float = 0.42,
                             robot_pose: Optional[Pose] = None, arm_visual: str = "low_poly",
-                            support: str = "table") -> SceneSpec:
+                            support: str = "table", target_kind: str = "cube") -> SceneSpec:
     """The mobile manipulator at the origin (facing +x) in front of a home-size table.
 
     :param wheel_radius: base wheel radius (m); base_link is at this height
@@ -81,12 +104,19 @@ def make_mobile_table_scene(wheel_radius: float = 0.08, track_width: float = 0.4
     :param arm_visual: "low_poly" (default) or "detailed" arm meshes (drawing only)
     :param support: "table" (default: cubes on the table top) or "floor" (no table; cubes on the
         floor in ``FLOOR_REGION``)
-    :raises ValueError: for another ``support``
+    :param target_kind: the target's kind, one of ``TARGET_KINDS`` ("cube", default; "lego": the toy
+        brick of ``home_kinds``); the distractor is always a green cube
+    :raises ValueError: for another ``support`` or ``target_kind``
     """
     if support not in SUPPORTS:
         raise ValueError(f"support must be one of {SUPPORTS}, got {support!r}")
+    if target_kind not in TARGET_KINDS:
+        raise ValueError(f"target_kind must be one of {TARGET_KINDS}, got {target_kind!r}")
     on_floor = support == "floor"
     rest_z = FLOOR_REST_Z if on_floor else CUBE_REST_Z
+    support_z = 0.0 if on_floor else TABLE_TOP
+    target = _target_object(target_kind, support_z)
+    target_rest_z = float(target.pose.position[2])
     table = ObjectSpec(
         name="table",
         shape="box",
@@ -95,18 +125,8 @@ def make_mobile_table_scene(wheel_radius: float = 0.08, track_width: float = 0.4
         mass=0.0,
         pose=Pose([TABLE_EDGE_X + 0.5 * TABLE_SIZE[0], 0.0, 0.5 * TABLE_TOP]),
     )
-    cubes = tuple(
-        ObjectSpec(
-            name=name,
-            shape="box",
-            size=(CUBE_SIZE,) * 3,
-            color_name=color,
-            mass=CUBE_MASS,
-            lateral_friction=CUBE_FRICTION,
-            pose=Pose([0.55, y, rest_z]),
-        )
-        for name, color, y in ((TARGET, "red", 0.0), (DISTRACTOR, "green", 0.15))
-    )
+    distractor = ObjectSpec(name=DISTRACTOR, shape="box", size=(CUBE_SIZE,) * 3, color_name="green",
+                            mass=CUBE_MASS, lateral_friction=CUBE_FRICTION, pose=Pose([0.55, 0.15, rest_z]))
     camera = CameraSpec(
         name="side_camera",
         pose=look_at_optical([0.35, -1.1, 1.15], [0.5, 0.0, TABLE_TOP]),
@@ -118,9 +138,9 @@ def make_mobile_table_scene(wheel_radius: float = 0.08, track_width: float = 0.4
     return SceneSpec(
         name="mobile_table",
         robots=(robot,),
-        objects=cubes,
+        objects=(target, distractor),
         static=() if on_floor else (table,),
         cameras=(camera,),
         occupancy=() if on_floor else (box_footprint(table),),
-        sample_object_poses=_cube_sampler(FLOOR_REGION, FLOOR_REST_Z) if on_floor else _sample_cubes,
+        sample_object_poses=_cube_sampler(FLOOR_REGION if on_floor else CUBE_REGION, rest_z, target_rest_z),
     )

@@ -131,8 +131,10 @@ def sb3_policy(model, vecnorm=None) -> Policy:
 
 # ---------------------------------------------------------------------------- ONNX episodes, optionally on Ray
 def onnx_episodes(env_id: str, onnx_bytes: bytes, seeds: Sequence[int], randomize: Any = False,
-                  backend: str = "pybullet", progress: bool = False) -> Dict[str, Any]:
+                  backend: str = "pybullet", progress: bool = False,
+                  env_kwargs: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Episodes of an ONNX policy (onnxruntime, one thread) in a fresh env: ``{"records", "domain_randomization"}``.
+    ``env_kwargs``: the env's own options on top (e.g. ``{"lego_fraction": 1.0}``: another target).
 
     The unit of work of both the single-process and the sharded evaluation (a Ray task runs this).
     """
@@ -147,7 +149,8 @@ def onnx_episodes(env_id: str, onnx_bytes: bytes, seeds: Sequence[int], randomiz
 
     # "module:env_id" is Gymnasium's way to have the module that registers the id imported first (a
     # fresh Ray worker has not imported rlstack_learning)
-    env = gym.make(env_id if ":" in env_id else f"rlstack_learning:{env_id}", randomize=randomize, backend=backend)
+    env = gym.make(env_id if ":" in env_id else f"rlstack_learning:{env_id}", randomize=randomize, backend=backend,
+                   **(env_kwargs or {}))
     try:
         records = play_episodes(env, act, seeds, progress=progress)
         dr = env.unwrapped.dr.to_dict() if randomize else None
@@ -157,7 +160,8 @@ def onnx_episodes(env_id: str, onnx_bytes: bytes, seeds: Sequence[int], randomiz
 
 
 def evaluate_onnx_on_ray(env_id: str, onnx_bytes: bytes, seeds: Sequence[int], randomize: Any = False,
-                         shards: int = 2, backend: str = "pybullet") -> Dict[str, Any]:
+                         shards: int = 2, backend: str = "pybullet",
+                         env_kwargs: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """The same evaluation as :func:`onnx_episodes` + :func:`summarize_episodes`, its seeds cut into
     ``shards`` contiguous slices, each played by a Ray task (one CPU, anywhere on the cluster).
     Episodes are seeded, so the merged result equals the single-process one episode for episode;
@@ -170,7 +174,7 @@ def evaluate_onnx_on_ray(env_id: str, onnx_bytes: bytes, seeds: Sequence[int], r
     t0 = time.perf_counter()
     blob = ray.put(onnx_bytes)
     parts = cut(list(seeds), shards)
-    results = ray.get([remote.remote(env_id, blob, part, randomize, backend) for part in parts])
+    results = ray.get([remote.remote(env_id, blob, part, randomize, backend, False, env_kwargs) for part in parts])
     records = [r for res in results for r in res["records"]]
     out = summarize_episodes(records, time.perf_counter() - t0)
     out["domain_randomization"] = results[0]["domain_randomization"] if results else None
@@ -198,9 +202,16 @@ def main(argv=None) -> int:
     p.add_argument("--address", help="a running Ray cluster ('auto' or <head>:6379); default: a local instance")
     p.add_argument("--num-cpus", type=int, help="CPUs of the local Ray instance (default: all)")
     p.add_argument("--json", help="also write the result to this file")
+    p.add_argument("--env-kwargs", default="", help="YAML mapping of env options (as rlstack_learning.play), e.g. "
+                   "\"{lego_fraction: 1.0}\" (mobile_lift_perceived: the toy brick as the target)")
     a = p.parse_args(argv)
     if a.episodes < 1:
         p.error("--episodes must be >= 1")
+    import yaml
+
+    env_kwargs = yaml.safe_load(a.env_kwargs) if a.env_kwargs else {}
+    if not isinstance(env_kwargs, dict):
+        p.error(f"--env-kwargs must be a YAML mapping, got {a.env_kwargs!r}")
     if a.ray_shards < 0:
         p.error("--ray-shards must be >= 0")
     from rlstack_bundle.bundle import BundleError, load
@@ -225,15 +236,17 @@ def main(argv=None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         try:
-            res = evaluate_onnx_on_ray(env_id, onnx_bytes, seeds, a.randomize, a.ray_shards, a.backend)
+            res = evaluate_onnx_on_ray(env_id, onnx_bytes, seeds, a.randomize, a.ray_shards, a.backend, env_kwargs)
         finally:
             shutdown()
     else:
         t0 = time.perf_counter()
-        one = onnx_episodes(env_id, onnx_bytes, seeds, a.randomize, a.backend, progress=True)
+        one = onnx_episodes(env_id, onnx_bytes, seeds, a.randomize, a.backend, progress=True, env_kwargs=env_kwargs)
         res = summarize_episodes(one["records"], time.perf_counter() - t0)
         res["domain_randomization"] = one["domain_randomization"]
     res["bundle"] = b.path
+    if env_kwargs:
+        res["env_kwargs"] = env_kwargs
     print(json.dumps(res, indent=1))
     print(f"\n| bundle | episodes | success | 95 % lower | mean return | wall s | shards |\n|---|---|---|---|---|---|---|\n"
           f"| {os.path.basename(os.path.normpath(b.path))} | {res['episodes']} | {res['success_rate'] * 100:.1f} % "

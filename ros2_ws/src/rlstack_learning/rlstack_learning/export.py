@@ -48,9 +48,11 @@ def max_export_error(model, vecnorm, onnx_bytes: bytes, n_obs: int, n: int = 100
 
 
 def evaluate_onnx(env_id: str, onnx_path: str, episodes: int, randomize: bool, progress: bool = True,
-                  backend: str = "pybullet", ray_shards: int = 0) -> Dict[str, Any]:
+                  backend: str = "pybullet", ray_shards: int = 0,
+                  env_kwargs: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """The ONNX file itself on ``episodes`` evaluation seeds; with ``ray_shards`` the episodes are
-    spread over Ray tasks (``ray.init`` done by the caller) and merged into the same result."""
+    spread over Ray tasks (``ray.init`` done by the caller) and merged into the same result.
+    ``env_kwargs``: the env options the policy was trained with (the config's ``env_kwargs``)."""
     import time
 
     from .evaluate import evaluate_onnx_on_ray, onnx_episodes, summarize_episodes
@@ -59,9 +61,9 @@ def evaluate_onnx(env_id: str, onnx_path: str, episodes: int, randomize: bool, p
         onnx_bytes = f.read()
     seeds = [EVAL_SEED_BASE + i for i in range(episodes)]
     if ray_shards:
-        return evaluate_onnx_on_ray(env_id, onnx_bytes, seeds, randomize, ray_shards, backend)
+        return evaluate_onnx_on_ray(env_id, onnx_bytes, seeds, randomize, ray_shards, backend, env_kwargs)
     t0 = time.perf_counter()
-    out = onnx_episodes(env_id, onnx_bytes, seeds, randomize, backend, progress=progress)
+    out = onnx_episodes(env_id, onnx_bytes, seeds, randomize, backend, progress=progress, env_kwargs=env_kwargs)
     res = summarize_episodes(out["records"], time.perf_counter() - t0)
     res["domain_randomization"] = out["domain_randomization"]
     return res
@@ -230,10 +232,12 @@ def write_bundle(cfg: Dict[str, Any], summary: Dict[str, Any], manifest: Dict[st
         prov["policy_onnx_sha256"] = atomic.sha256_file(onnx_path)
         atomic.write_yaml(os.path.join(tmp, "io.yaml"), io)
         atomic.write_yaml(os.path.join(tmp, "provenance.yaml"), prov)
+        # the env the policy was trained on (its env_kwargs: another target mix, say), not the default one
+        env_kwargs = cfg.get("env_kwargs") or {}
         nominal = evaluate_onnx(cfg["env_id"], onnx_path, episodes, randomize=False, progress=progress,
-                                ray_shards=ray_shards)
+                                ray_shards=ray_shards, env_kwargs=env_kwargs)
         randomized = evaluate_onnx(cfg["env_id"], onnx_path, episodes, randomize=True, progress=progress,
-                                   ray_shards=ray_shards)
+                                   ray_shards=ray_shards, env_kwargs=env_kwargs)
         ev = {
             "episodes": episodes, "seeds": nominal["seeds"],
             "success_definition": getattr(env_cls, "success_definition", None) or (

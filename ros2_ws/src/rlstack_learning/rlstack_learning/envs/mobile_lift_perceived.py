@@ -152,19 +152,25 @@ class MobileLiftPerceivedEnv(MobileLiftEnv):
         "clone scored 83 %).")
 
     def __init__(self, target_source: str = "perceived", perception_error=None, floor_fraction: float = 0.5,
-                 align_wrist: bool = True, **kwargs) -> None:
+                 align_wrist: bool = True, lego_fraction: float = 0.0, **kwargs) -> None:
         """:param target_source: ``perceived`` (held estimate; robot mode) or ``live`` (true pose every step).
         :param perception_error: a :class:`PerceptionError`, a mapping of its fields, or None (defaults).
         :param floor_fraction: share of episodes with the cubes on the floor instead of the table (0..1),
             chosen from each episode's seed.
         :param align_wrist: before the episode's first step, turn the gripper to face the estimate's
-            sides (:func:`wrist_yaw_for`), as the fetch mission does before it starts the policy."""
+            sides (:func:`wrist_yaw_for`), as the fetch mission does before it starts the policy.
+        :param lego_fraction: share of episodes whose target is the toy brick of ``home_kinds`` (5.1 x
+            5.1 x 3.7 cm) instead of the 5 cm cube (0..1), chosen from each episode's seed: the fetch
+            serves one lift for every kind it grasps."""
         if target_source not in ("perceived", "live"):
             raise ValueError(f"target_source must be 'perceived' or 'live', got {target_source!r}")
-        if not (np.isfinite(floor_fraction) and 0.0 <= floor_fraction <= 1.0):
-            raise ValueError(f"floor_fraction must be in [0, 1], got {floor_fraction!r}")
+        for name, value in (("floor_fraction", floor_fraction), ("lego_fraction", lego_fraction)):
+            if not (np.isfinite(value) and 0.0 <= value <= 1.0):
+                raise ValueError(f"{name} must be in [0, 1], got {value!r}")
         self.floor_fraction = float(floor_fraction)
+        self.lego_fraction = float(lego_fraction)
         self.support = "table"   # what scene_options load
+        self.target_kind = "cube"
         if isinstance(perception_error, dict):
             perception_error = PerceptionError(**perception_error)
         self.target_source = target_source
@@ -179,6 +185,13 @@ class MobileLiftPerceivedEnv(MobileLiftEnv):
         draw = np.random.default_rng([int(episode_seed), 0xF1002]).random()
         return "floor" if draw < floor_fraction else "table"
 
+    @staticmethod
+    def target_kind_for_seed(episode_seed: int, lego_fraction: float) -> str:
+        """The target's kind (``cube`` or ``lego``) of episode ``episode_seed``: a pure function of the
+        seed, drawn independently of the support."""
+        draw = np.random.default_rng([int(episode_seed), 0x1E60]).random()
+        return "lego" if draw < lego_fraction else "cube"
+
     @classmethod
     def episode_group(cls, episode_seed: int) -> str:
         """The model card's breakdown: the support of the default env's episode ``episode_seed``."""
@@ -186,11 +199,12 @@ class MobileLiftPerceivedEnv(MobileLiftEnv):
 
     def _before_sim_reset(self, episode_seed: int) -> None:
         support = self.support_for_seed(episode_seed, self.floor_fraction)
-        if support != self.support:
-            # another world (no table, or a table again): PyBullet rebuilds it on every reset of a
-            # stepped world anyway, so switching costs about what a reset does
-            self._reload_scene(support=support)
-            self.support = support
+        kind = self.target_kind_for_seed(episode_seed, self.lego_fraction)
+        if (support, kind) != (self.support, self.target_kind):
+            # another world (no table, or a table again; another target): PyBullet rebuilds it on
+            # every reset of a stepped world anyway, so switching costs about what a reset does
+            self._reload_scene(support=support, target_kind=kind)
+            self.support, self.target_kind = support, kind
             self._panda = self.dynamics.body_named(self.robot_name) if self.dynamics is not None else None
 
     def step(self, action):
@@ -341,14 +355,17 @@ def main(argv=None) -> int:
                    help="estimate error std in x and y, m (several: one run each)")
     p.add_argument("--z-std", type=float, default=PerceptionError().z_std)
     p.add_argument("--yaw-std-deg", type=float, default=PerceptionError().yaw_std_deg)
+    p.add_argument("--lego-fraction", type=float, default=0.0,
+                   help="share of episodes with the toy brick as the target (1: bricks only)")
     a = p.parse_args(argv)
     rows = []
     for xy in a.xy_std:
         err = PerceptionError(xy, a.z_std if xy else 0.0, a.yaw_std_deg if xy else 0.0)
-        env = MobileLiftPerceivedEnv(perception_error=err, randomize=a.randomize)
+        env = MobileLiftPerceivedEnv(perception_error=err, randomize=a.randomize, lego_fraction=a.lego_fraction)
         res = run_episodes(env, perceived_expert(env), [a.seed_base + i for i in range(a.episodes)], progress=True)
         env.close()
         rows.append({"xy_std_m": xy, "z_std_m": err.z_std, "yaw_std_deg": err.yaw_std_deg,
+                     "lego_fraction": a.lego_fraction,
                      "success": res["successes"], "episodes": res["episodes"]})
         print(f"estimate error xy {xy * 1000:.0f} mm, z {err.z_std * 1000:.0f} mm, yaw {err.yaw_std_deg:g} deg: "
               f"expert success {res['successes']}/{res['episodes']}", flush=True)
