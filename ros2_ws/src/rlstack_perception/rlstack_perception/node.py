@@ -105,6 +105,9 @@ class SemanticMapNode(Node):
         colour_words = p("colour_words", True, "Query head: read colour names through the xkcd colour survey")
         shape_words = p("shape_words", True, "Query head: accept a shape named by a WordNet synonym of a training "
                         "shape word (column, globe, tube, ...)")
+        noun_words = p("noun_words", False, "Query head: read the query's head noun through the WordNet noun "
+                       "table (mallard is-a duck; 'tennis ball can' is a can, not a ball); off by default, see "
+                       "docs/perception.md")
         match_threshold = p("match_threshold", -1.0, "Queries return no match scoring below this ('not here'); "
                             "-1: the query head's calibrated threshold, or none without the head (CLIP: set one)",
                             min_value=-1.0, max_value=1.0)
@@ -151,7 +154,7 @@ class SemanticMapNode(Node):
         if use_head and embedder == "crop_cnn":
             from rlstack_perception.query_head import DEFAULT_QUERY_HEAD, QueryHead
 
-            head = QueryHead(head_path or DEFAULT_QUERY_HEAD, colour_words, shape_words)
+            head = QueryHead(head_path or DEFAULT_QUERY_HEAD, colour_words, shape_words, noun_words)
         from rlstack_perception.embed import ALL_LABELS
 
         # crop_cnn names what its card says it was trained on; CLIP (zero-shot) every label

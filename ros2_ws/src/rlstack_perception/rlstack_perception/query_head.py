@@ -38,13 +38,19 @@ class QueryHead:
     """``colour_words``: ground colour names through the xkcd survey (:mod:`rlstack_perception.colour_words`);
     the head's own colour outputs are used only when the query names no colour the survey knows.
     ``shape_words``: a shape named by a WordNet synonym of a training shape word
-    (:mod:`rlstack_perception.shape_words`) is accepted whatever the head says."""
+    (:mod:`rlstack_perception.shape_words`) is accepted whatever the head says. ``noun_words``: the
+    query's head noun read through the WordNet noun table (:mod:`rlstack_perception.noun_words`): a noun
+    the head never saw that is-a training word of a kind accepts that kind, one that is-a training absent
+    kind accepts none, and a noun that only modifies another ("tennis *ball* can") does not ground the query
+    (off by default: measured in docs/perception.md, fifteenth session; it raised one absent column in
+    ``home_kinds``)."""
 
     def __init__(self, path: os.PathLike | str = DEFAULT_QUERY_HEAD, colour_words: bool = True,
-                 shape_words: bool = True) -> None:
+                 shape_words: bool = True, noun_words: bool = False) -> None:
         self.path = Path(path)
         self.colour_rule = None
         self.shape_rule = None
+        self.noun_rule = None
         if colour_words:
             from rlstack_perception import wordings as W
             from rlstack_perception.colour_words import ColourRule
@@ -72,6 +78,10 @@ class QueryHead:
             from rlstack_perception.shape_words import ShapeRule
 
             self.shape_rule = ShapeRule(kinds=self.kinds)
+        if noun_words:
+            from rlstack_perception.noun_words import NounRule
+
+            self.noun_rule = NounRule(kinds=self.kinds)
 
     def compat(self, text_embeddings: np.ndarray) -> np.ndarray:
         """(N, colours + kinds) in [0, 1]: colours (``COLOURS``) then the head's ``kinds``."""
@@ -92,6 +102,8 @@ class QueryHead:
                 c[:len(COLOURS)] = cr
         if self.shape_rule is not None:
             c[len(COLOURS):] = self.shape_rule.apply(text, c[len(COLOURS):])
+        if self.noun_rule is not None:
+            c[len(COLOURS):] = self.noun_rule.apply(text, c[len(COLOURS):])
         return c
 
     def label_scores(self, text: str, text_embedding: np.ndarray, labels: Sequence[str]) -> np.ndarray:
@@ -110,7 +122,7 @@ class QueryHead:
                                     for l in labels)
 
 
-def load_default(path: Optional[os.PathLike | str] = None) -> Optional[QueryHead]:
-    """The packaged head, or None if no weights are packaged."""
+def load_default(path: Optional[os.PathLike | str] = None, **kwargs) -> Optional[QueryHead]:
+    """The packaged head, or None if no weights are packaged (``kwargs``: :class:`QueryHead`'s word rules)."""
     p = Path(path) if path else DEFAULT_QUERY_HEAD
-    return QueryHead(p) if p.is_file() else None
+    return QueryHead(p, **kwargs) if p.is_file() else None

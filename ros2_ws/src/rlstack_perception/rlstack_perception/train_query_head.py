@@ -156,6 +156,17 @@ def with_shape_rule(compat: np.ndarray, queries: Sequence[W.Query]) -> np.ndarra
     return out
 
 
+def with_noun_rule(compat: np.ndarray, queries: Sequence[W.Query]) -> np.ndarray:
+    """The kinds read from the query's head noun (rlstack_perception.noun_words) where it decides."""
+    from rlstack_perception.noun_words import NounRule
+
+    rule = NounRule(kinds=KINDS)
+    out = compat.copy()
+    for i, q in enumerate(queries):
+        out[i, len(COLOURS):] = rule.apply(q.text, out[i, len(COLOURS):])
+    return out
+
+
 def forward(params, x, kinds: Sequence[str] = KINDS):
     """The head's compatibility outputs in COLOURS + KINDS order (a head of fewer ``kinds``, e.g. one from
     before the tenth session: 0 for the kinds it does not know)."""
@@ -174,7 +185,7 @@ def head_kinds(npz_path) -> tuple:
     """The kinds a head file scores, as :class:`~rlstack_perception.query_head.QueryHead` reads its card."""
     from rlstack_perception.query_head import QueryHead
 
-    return QueryHead(npz_path, colour_words=False, shape_words=False).kinds
+    return QueryHead(npz_path, colour_words=False, shape_words=False, noun_words=False).kinds
 
 
 def calibrate_cosine(encode_fn, n: int = 3000, batch: int = 64) -> Dict[str, float]:
@@ -209,8 +220,8 @@ def main(argv=None) -> int:
     ap.add_argument("--compare-head", default="", metavar="NPZ",
                     help="also report an existing head (its card's threshold) on the held-out sets, e.g. the one before")
     ap.add_argument("--score-head", default="", metavar="NPZ",
-                    help="only report an existing head (its card's threshold) on both held-out sets, with and "
-                         "without the WordNet shape words, at label level; no training")
+                    help="only report an existing head (its card's threshold) on the held-out sets, without and "
+                         "with the WordNet shape words, and with the shape and noun words, at label level; no training")
     ap.add_argument("--cache", default="out/perception/query_text.npz")
     ap.add_argument("--out", default=str(WEIGHTS_DIR))
     args = ap.parse_args(argv)
@@ -236,7 +247,9 @@ def main(argv=None) -> int:
         c = forward(head, x.astype(np.float32), head_kinds(args.score_head))
         c = c if args.no_colour_words else with_colour_rule(c, held)
         out = {"match_threshold": thr, "without shape words": report(label_matrix(c), held, thr),
-               "with shape words": report(label_matrix(with_shape_rule(c, held)), held, thr)}
+               "with shape words": report(label_matrix(with_shape_rule(c, held)), held, thr),
+               "with shape and noun words": report(label_matrix(with_noun_rule(with_shape_rule(c, held), held)),
+                                                   held, thr)}
         print(json.dumps(out, indent=1))
         return 0
     t0 = time.time()

@@ -1,0 +1,123 @@
+"""The WordNet noun lookup (rlstack_perception.noun_words): the packaged table, the head-noun reading of a
+query and the rule applied after the query head. Pure Python, no WordNet needed (the table is packaged)."""
+
+import json
+
+import numpy as np
+import pytest
+
+from rlstack_perception import noun_words as N
+from rlstack_perception import wordings as W
+from rlstack_perception.embed import KINDS
+
+
+@pytest.fixture(scope="module")
+def lex():
+    return N.NounLexicon()
+
+
+def test_table_built_from_training_words_only_with_licence():
+    doc = json.loads(N.TABLE_FILE.read_text())
+    assert "Princeton University" in doc["license"] and doc["max_up"] >= 1
+    words = doc["words"]
+    assert set(words.values()) <= set(KINDS) | {N.ABSENT}
+    train = {N._norm(w) for ws in W.TRAIN_KINDS.values() for w in ws} | {N._norm(w) for w in W.TRAIN_ABSENT_KINDS}
+    assert not train & set(words), "training words are left to the head"
+    assert not train & set(doc["nouns"])
+    # no held-out object word was a seed: nothing from any held-out set is a training word (test_wordings),
+    # and the table is keyed by WordNet lemmas found from those seeds
+    assert words["mallard"] == "duck" and words["can"] == "cylinder" and words["goblet"] == N.ABSENT
+
+
+def test_head_noun_decides_compounds(lex):
+    # the last noun is what is asked for; a kind word before it only modifies it
+    assert lex.decide("the red tennis ball can") == ("kind", "cylinder", ("ball",))
+    assert lex.decide("the blue cup holder") == ("not_modifiers", "", ("mug",))
+    assert lex.decide("a yellow bucket hat") == ("absent", "", ())
+    # a kind's own training words are the head's business, even in compounds of two kinds ("lego brick")
+    assert lex.decide("the red cube") is None
+    assert lex.decide("the red lego brick") is None
+    assert lex.decide("the green bath duck") is None
+    # WordNet's own compounds are one noun
+    assert lex.decide("the red teddy bear") == ("kind", "teddy", ())
+
+
+def test_object_phrase_ends_at_locations_clauses_and_modal_verbs(lex):
+    assert lex.decide("take the red mallard to the table") == ("kind", "duck", ())
+    assert lex.decide("the red piece on the table") is None           # a category word, then a location
+    assert lex.decide("okay robot, the red mallard") == ("kind", "duck", ())
+    assert lex.decide("can you see the red mallard?") == ("kind", "duck", ())
+    assert lex.decide("bring over the red cube when you can") is None
+    assert lex.decide("the red can") == ("kind", "cylinder", ())
+    assert lex.decide("the mallard that is red") == ("kind", "duck", ())
+    assert lex.decide("the red mallard thing") == ("kind", "duck", ())  # a trailing category word is no head
+    # colour words are not nouns where they colour something, or where only a colour fits
+    assert lex.decide("the road cone painted peach") is None
+    assert lex.decide("peach, the bottle") is None
+
+
+def test_training_wordings_never_contradicted(lex):
+    """What the lookup decides on the training generator's wordings agrees with their targets."""
+    for q in W.training_wordings(3000, seed=4):
+        d = lex.decide(q.text)
+        if d is None:
+            continue
+        what, val, mods = d
+        if what == "absent":
+            assert not q.shapes, q.text
+        elif what == "kind":
+            assert val in q.shapes, q.text
+        else:
+            assert not set(mods) & set(q.shapes), q.text
+
+
+def test_rule_sets_and_clears_kinds():
+    rule = N.NounRule(KINDS)
+    head = np.full(len(KINDS), 0.5, np.float32)
+    out = rule.apply("the red tennis ball can", head)
+    assert out[KINDS.index("cylinder")] == 1.0 and out[KINDS.index("ball")] == 0.0 and out[KINDS.index("mug")] == 0.5
+    assert not rule.apply("the red goblet", head).any()
+    np.testing.assert_array_equal(rule.apply("the red cube", head), head)
+    # a head of fewer kinds (the 3-shape heads) ignores kinds it does not score
+    small = N.NounRule(("cube", "ball", "cylinder"))
+    np.testing.assert_array_equal(small.apply("the red mallard", np.zeros(3, np.float32)), np.zeros(3))
+
+
+def test_build_table_is_up_only_and_skips_ambiguous(tmp_path):
+    """A tiny WordNet: is-a upwards within max_up, first physical sense, a word reaching two kinds is left out."""
+    d = tmp_path
+    syn = {  # offset: (lexfile, lemmas, hypernyms)
+        "00000001": (6, ["container"], []),
+        "00000002": (6, ["cup"], ["00000001"]),           # training word of mug
+        "00000003": (6, ["stein"], ["00000002"]),          # is-a cup: mug
+        "00000004": (6, ["bottle"], ["00000001"]),         # training word of bottle
+        "00000005": (6, ["cupbottle"], ["00000002", "00000004"]),   # reaches both: left out
+        "00000006": (6, ["jar"], ["00000001"]),            # a sibling, not below cup: not grounded
+        "00000007": (6, ["glass"], ["00000001"]),          # training absent kind
+        "00000008": (6, ["goblet"], ["00000007"]),
+        "00000009": (6, ["teacup"], ["00000010"]),
+        "00000010": (6, ["x1"], ["00000011"]),
+        "00000011": (6, ["x2"], ["00000012"]),
+        "00000012": (6, ["x3"], ["00000002"]),             # teacup is 4 steps below cup
+    }
+    lines = {}
+    for off, (lex, lemmas, ups) in syn.items():
+        ptrs = " ".join(f"@ {u} n 0000" for u in ups)
+        words = " ".join(f"{w} 0" for w in lemmas)
+        lines[off] = f"{off} {lex:02d} n {len(lemmas):02x} {words} {len(ups):03d} {ptrs} | gloss"
+    # data.noun is read line by line (offsets are keys, not byte positions, in this reader)
+    (d / "data.noun").write_text("  licence header\n" + "\n".join(lines.values()) + "\n")
+    idx = {}
+    for off, (_lex, lemmas, _u) in syn.items():
+        for w in lemmas:
+            idx.setdefault(w, []).append(off)
+    (d / "index.noun").write_text("  header\n" + "\n".join(
+        f"{w} n {len(o)} 1 @ {len(o)} 1 {' '.join(o)}" for w, o in sorted(idx.items())) + "\n")
+    for pos in ("verb", "adj", "adv"):
+        (d / f"index.{pos}").write_text("  header\n")
+    t = N.build_table(d, {"mug": ("cup",), "bottle": ("bottle",)}, ("glass",), max_up=3)
+    assert t["words"]["stein"] == "mug"
+    assert t["words"]["goblet"] == N.ABSENT
+    assert "cupbottle" not in t["words"] and "jar" not in t["words"] and "teacup" not in t["words"]
+    assert "cup" not in t["words"] and "glass" not in t["words"]
+    assert N.build_table(d, {"mug": ("cup",)}, (), max_up=4)["words"]["teacup"] == "mug"
