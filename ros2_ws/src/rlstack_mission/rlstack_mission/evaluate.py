@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import math
 import signal
 import statistics
 import sys
@@ -33,6 +34,9 @@ def _run_layouts(a, harness, episodes: list) -> None:
     for seed in range(a.seed_base, a.seed_base + a.layouts):
         layout = harness.layout(seed, str(ROOT / "maps" / "home.yaml"), support=a.support, kind=a.kind)
         harness.apply(layout)
+        x, y, z, yaw = layout.target_pose
+        print(f"seed {seed:3d}  {layout.target} placed at ({x:.3f}, {y:.3f}, {z:.3f}) m, yaw "
+              f"{math.degrees(yaw):.0f} deg (the evaluator's truth; the mission logs its own estimate)", flush=True)
         r = harness.fetch(layout, a.timeout)
         episodes.append(r)
         loc = (f"  localisation error median {100 * r['loc_error_median_m']:.1f} / max "
@@ -41,6 +45,10 @@ def _run_layouts(a, harness, episodes: list) -> None:
         print(f"seed {seed:3d}  {layout.query:18s} {layout.table:8s} -> {r['code_name']:12s} "
               f"{'ok ' if r['success'] else 'FAIL'} {r['wall_s']:6.1f} s  drop-off error "
               f"{r['dropoff_error_m']:.2f} m{loc}  {'' if r['success'] else r['reason']}", flush=True)
+        for i, g in enumerate(r.get("grasp_target_errors", []), 1):
+            bx, by = g["object_in_base_link_m"]
+            print(f"          lift {i}: object at ({bx:.2f}, {by:+.2f}) m in base_link, held target off it by {g['xy_mm']:.1f} mm in x/y "
+                  f"({g['dx_mm']:+.1f}, {g['dy_mm']:+.1f}), {g['dz_mm']:+.1f} mm in z, {g['yaw_deg']:+.1f} deg", flush=True)
         (out / "results.json").write_text(json.dumps({"episodes": episodes}, indent=1))
 
 
@@ -51,6 +59,7 @@ def summarize(episodes: list, wall_time_s: float, ground_truth_grasp: bool, grap
     reasons = collections.Counter(f"{e['code_name']}: {e['reason'][:80]}" for e in episodes if not e["success"])
     times = [e["wall_s"] for e in ok]
     loc_eps = [e for e in episodes if "loc_error_median_m" in e]
+    lifts = [g for e in episodes for g in e.get("grasp_target_errors", [])]
     summary = {
         "layouts": len(episodes), "succeeded": len(ok),
         "success_rate": round(len(ok) / len(episodes), 3) if episodes else 0.0,
@@ -72,6 +81,14 @@ def summarize(episodes: list, wall_time_s: float, ground_truth_grasp: bool, grap
             "heading_error_max_deg": max(e["loc_heading_error_max_deg"] for e in loc_eps),
             "lost_events": sum(e["localization_lost_events"] for e in loc_eps),
         } if loc_eps else None,
+        # the held /grasp_target each lift started from, against the object's truth in the true base_link
+        "grasp_target_error": {
+            "lifts": len(lifts),
+            "xy_mm_median": round(statistics.median(g["xy_mm"] for g in lifts), 1),
+            "xy_mm_max": max(g["xy_mm"] for g in lifts),
+            "z_mm_median": round(statistics.median(g["dz_mm"] for g in lifts), 1),
+            "yaw_deg_abs_max": max(abs(g["yaw_deg"]) for g in lifts),
+        } if lifts else None,
         # each node's CPU time over the evaluation's wall time (1.0 = one core busy; this machine: 2 cores)
         "cpu_share_of_one_core": cpu_share,
         "support": support,

@@ -56,11 +56,30 @@ def fall_before_drop(track: List[Tuple[float, ...]], phases: List[Tuple[float, s
     return None
 
 
+def held_target_error(base: Tuple[float, float, float, float], obj: Tuple[float, float, float, float],
+                      held: Tuple[float, float, float, float]) -> Dict:
+    """How far a held grasp target lies from the object, in the true base_link.
+
+    ``base``: the true base_link pose (x, y, z, yaw) in the world; ``obj``: the object's true
+    (x, y, z, yaw) in the world; ``held``: the grasp target (x, y, z, yaw) in base_link, as
+    ``/grasp_target`` carries it. The yaw error is taken mod 90 deg (the lift squares the fingers
+    to any side)."""
+    bx, by, bz, byaw = base
+    ox, oy, oz, oyaw = obj
+    c, s = math.cos(byaw), math.sin(byaw)
+    tx, ty = c * (ox - bx) + s * (oy - by), -s * (ox - bx) + c * (oy - by)   # the object in base_link
+    dx, dy, dz = held[0] - tx, held[1] - ty, held[2] - (oz - bz)
+    dyaw = math.remainder(held[3] - (oyaw - byaw), math.pi / 2)
+    return {"object_in_base_link_m": [round(tx, 3), round(ty, 3)], "dx_mm": round(1000 * dx, 1),
+            "dy_mm": round(1000 * dy, 1), "dz_mm": round(1000 * dz, 1), "xy_mm": round(1000 * math.hypot(dx, dy), 1),
+            "yaw_deg": round(math.degrees(dyaw), 1)}
+
+
 class FetchHarness:
     """Needs a node spun by an executor in another thread (e.g. rlstack_testing's probe)."""
 
     def __init__(self, node) -> None:
-        from geometry_msgs.msg import PoseWithCovarianceStamped
+        from geometry_msgs.msg import PoseStamped, PoseWithCovarianceStamped
         from nav_msgs.msg import Odometry
         from std_msgs.msg import String
         from std_srvs.srv import Trigger
@@ -91,16 +110,25 @@ class FetchHarness:
         self._track_t0 = 0.0
         # (wall s since the goal, object x, y, z, base x, y, yaw)
         self.object_track: List[Tuple[float, ...]] = []
+        # judging the lift's input (sim-only truth): each lift's held /grasp_target against the
+        # object's true pose in the true base_link, when the lift starts
+        self.object_yaw: Dict[str, float] = {}
+        self._true_base_z = 0.0
+        self._last_grasp_target = -math.inf
+        self.grasp_target_errors: List[Dict[str, float]] = []
         node.create_subscription(PoseWithCovarianceStamped, "/amcl_pose", self._on_estimate, LATCHED)
         node.create_subscription(MarkerArray, "/sim_ground_truth/markers", self._on_gt, 10)
         node.create_subscription(Odometry, "/odom", self._on_odom, 20)
         node.create_subscription(Odometry, "/sim_ground_truth/odom", self._on_true_base, 10)
         node.create_subscription(String, "/localization/state", self._on_localization_state, LATCHED)
+        node.create_subscription(PoseStamped, "/grasp_target", self._on_grasp_target, 10)
         self.initial_pose_pub = node.create_publisher(PoseWithCovarianceStamped, "/initialpose", 1)
 
     def _on_gt(self, msg) -> None:
         with self._lock:
             self.ground_truth = {m.ns: (m.pose.position.x, m.pose.position.y, m.pose.position.z) for m in msg.markers}
+            self.object_yaw = {m.ns: yaw_of((m.pose.orientation.x, m.pose.orientation.y, m.pose.orientation.z,
+                                             m.pose.orientation.w)) for m in msg.markers}
             where = self.ground_truth.get(self._track_target) if self._track_target else None
             now = time.monotonic() - self._track_t0
             if where is not None and (not self.object_track or now - self.object_track[-1][0] >= 0.2):
@@ -122,9 +150,29 @@ class FetchHarness:
         stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
         with self._lock:
             self.true_base = (p.x, p.y, q.z, q.w)
+            self._true_base_z = p.z
             if self._truth_hist and stamp < self._truth_hist[-1][0]:
                 self._truth_hist.clear()   # time went back
             self._truth_hist.append((stamp, p.x, p.y, yaw_of((q.x, q.y, q.z, q.w))))
+
+    def _on_grasp_target(self, msg) -> None:
+        """The first /grasp_target of each lift (none for 1 s before it): how far the held estimate
+        the lift policy is given lies from the object, both in the true base_link (the base stands
+        still while the lift runs). Judging only: nothing reads this back into the graph."""
+        now = time.monotonic()
+        with self._lock:
+            new_lift = now - self._last_grasp_target > 1.0
+            self._last_grasp_target = now
+            name = self._track_target
+            if not new_lift or not name or msg.header.frame_id != "base_link" or self.true_base is None \
+                    or name not in self.ground_truth:
+                return
+            bx, by, qz, qw = self.true_base
+            p, q = msg.pose.position, msg.pose.orientation
+            err = held_target_error((bx, by, self._true_base_z, yaw_of((0.0, 0.0, qz, qw))),
+                                    (*self.ground_truth[name], self.object_yaw.get(name, 0.0)),
+                                    (p.x, p.y, p.z, yaw_of((q.x, q.y, q.z, q.w))))
+            self.grasp_target_errors.append({"t_s": round(now - self._track_t0, 1), **err})
 
     def _on_estimate(self, msg) -> None:
         p, q = msg.pose.pose.position, msg.pose.pose.orientation
@@ -268,6 +316,7 @@ class FetchHarness:
             self.loc_errors, self.lost_events = [], 0
             self._judge_from = self._truth_hist[-1][0] if self._truth_hist else -math.inf
             self._track_target, self._track_t0, self.object_track = layout.target, t0, []
+            self.grasp_target_errors = []
         try:
             result = send_fetch(self.node, layout.query, layout.dropoff, timeout_s, on_feedback=fb)
         finally:
@@ -277,6 +326,7 @@ class FetchHarness:
             loc = list(self.loc_errors)
             lost = self.lost_events
             track = list(self.object_track)
+            grasp_errors = list(self.grasp_target_errors)
         time.sleep(1.0)  # let the dropped object come to rest before judging
         gt = self.wait_ground_truth()
         x, y, z = gt.get(layout.target, (math.nan, math.nan, math.nan))
@@ -291,6 +341,8 @@ class FetchHarness:
             result["objects_at_dropoff"] = sorted(
                 name for name, (ox, oy, oz) in gt.items()
                 if math.hypot(ox - layout.dropoff[0], oy - layout.dropoff[1]) <= DROPOFF_TOLERANCE and oz < 0.15)
+        if grasp_errors:   # each lift's held target against the truth (sim-only: judging, not used)
+            result["grasp_target_errors"] = grasp_errors
         fell = fall_before_drop(track, phases)
         if fell is not None:   # the object left the hand before the put-down (sim-only truth: judging, not used)
             result["object_fell"] = fell

@@ -463,6 +463,8 @@ class RosPorts:
                     footprint_mismatch(expected, bool(reply.symmetric))
                 if not other:
                     p, q = reply.pose.pose.position, reply.pose.pose.orientation
+                    self.n.get_logger().info(f"grasp pose of '{target.label}': {seen}"
+                                             f"{', round' if reply.symmetric else ''}")
                     return (np.array([p.x, p.y, p.z]), np.array([q.x, q.y, q.z, q.w]),
                             reply.pose.header.frame_id or self.n.base_frame, bool(reply.symmetric))
                 # not conclusive alone (a noisy cube top from 1 m reads round half the time): look again
@@ -501,10 +503,14 @@ class RosPorts:
         except GraspRefused as exc:
             return GraspOutcome(False, f"{NO_GRASP_POSE}: {exc}", wrong_object=exc.wrong_object)
         pos, quat = self.n.held_target
+        frame = self.n.map_frame
         try:
             pos, quat = to_frame(self.n.tf, pos, quat, self.n.odom_frame, self.n.map_frame)
         except KeyError:
-            pass   # no map -> odom on /tf (no localiser): map = odom, as base_pose() takes it
+            frame = self.n.odom_frame   # no map -> odom on /tf (no localiser): map = odom, as base_pose() takes it
+        # what the lift will be told, for whoever compares it with the object after a failed grasp
+        self.n.get_logger().info(f"grasp target of '{target.label}' held: centre ({pos[0]:.3f}, {pos[1]:.3f}, "
+                                 f"{pos[2]:.3f}) m in '{frame}', yaw {math.degrees(yaw_of(quat)):.0f} deg")
         return GraspOutcome(True, xy=(float(pos[0]), float(pos[1])), yaw=None if symmetric else yaw_of(quat))
 
     def grasp(self, target: Match, estimate: bool = True) -> GraspOutcome:

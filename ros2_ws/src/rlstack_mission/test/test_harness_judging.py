@@ -1,9 +1,13 @@
 """The evaluator's view of a fetch (rlstack_mission.harness): where the fetched object came down
-before the put-down, from its ground-truth track."""
+before the put-down, from its ground-truth track; how far the held grasp target lay from the object."""
 
 from __future__ import annotations
 
-from rlstack_mission.harness import fall_before_drop
+import math
+
+import pytest
+
+from rlstack_mission.harness import fall_before_drop, held_target_error
 
 PHASES = [(0.0, "LOCATE", ""), (4.0, "GRASP", "lifting"), (8.0, "RETURN", "carrying to (0.40, 0.60)"),
           (20.0, "DROP", "putting it down")]
@@ -33,3 +37,19 @@ def test_the_put_down_itself_and_a_floor_start_are_not_falls():
     floor = [(t, x, y, 0.025 if t < 6.0 else z, *b) for t, x, y, z, *b in track(fall_at=99.0, start_z=0.025)]
     assert fall_before_drop(floor, PHASES) is None                         # lying there before the lift: no fall
     assert fall_before_drop([], PHASES) is None
+
+
+def test_the_held_target_is_judged_in_the_true_base_link():
+    """A base at (1, 2) facing +y (yaw 90 deg), base_link 8 cm up; the object 0.5 m ahead of it and
+    turned 100 deg in the world (10 deg in base_link): a target held 1 cm further ahead, 2 mm to the
+    left, 3 mm low and at yaw 12 deg is off by (+10, +2, -3) mm and +2 deg; a yaw 90 deg round
+    counts the same (the fingers square to any side)."""
+    base = (1.0, 2.0, 0.08, math.pi / 2)
+    obj = (1.0, 2.5, 0.525, math.radians(100.0))
+    err = held_target_error(base, obj, (0.51, 0.002, 0.442, math.radians(12.0)))
+    assert err["object_in_base_link_m"] == pytest.approx([0.5, 0.0], abs=1e-9)
+    assert (err["dx_mm"], err["dy_mm"], err["dz_mm"]) == pytest.approx((10.0, 2.0, -3.0), abs=0.05)
+    assert err["xy_mm"] == pytest.approx(math.hypot(10.0, 2.0), abs=0.05)
+    assert err["yaw_deg"] == pytest.approx(2.0, abs=0.05)
+    turned = held_target_error(base, obj, (0.51, 0.002, 0.442, math.radians(12.0 - 90.0)))
+    assert turned["yaw_deg"] == pytest.approx(2.0, abs=0.05)
