@@ -49,6 +49,11 @@ def _run_layouts(a, harness, episodes: list) -> None:
             bx, by = g["object_in_base_link_m"]
             print(f"          lift {i}: object at ({bx:.2f}, {by:+.2f}) m in base_link, held target off it by {g['xy_mm']:.1f} mm in x/y "
                   f"({g['dx_mm']:+.1f}, {g['dy_mm']:+.1f}), {g['dz_mm']:+.1f} mm in z, {g['yaw_deg']:+.1f} deg", flush=True)
+            end = g.get("at_end")
+            if end:
+                print(f"                  {end['t_s'] - g['t_s']:.1f} s later, before the object rose: off by "
+                      f"{end['xy_mm']:.1f} mm ({end['dx_mm']:+.1f}, {end['dy_mm']:+.1f}), {end['dz_mm']:+.1f} mm in z",
+                      flush=True)
         (out / "results.json").write_text(json.dumps({"episodes": episodes}, indent=1))
 
 
