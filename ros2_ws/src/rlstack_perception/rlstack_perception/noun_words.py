@@ -44,7 +44,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from rlstack_perception.shape_words import WORDNET_NOTICE
+from rlstack_perception.shape_words import WORDNET_NOTICE, _index_rows, _norm, _read_index
 
 TABLE_FILE = Path(__file__).resolve().parent / "wordings" / "wordnet_nouns.json"
 #: noun lexicographer files of physical things: animal, artifact, food, object, plant, shape
@@ -66,10 +66,6 @@ NOT_HEADS = frozenset("""back home here there now today tonight tomorrow later p
 _PUNCT = {",", "?", "!", ".", ":", ";", "-"}
 
 
-def _norm(text: str) -> str:
-    return " ".join(re.findall(r"[a-z]+", text.lower().replace("_", " ").replace("-", " ")))
-
-
 def _tokens(text: str) -> List[str]:
     """Words (lower case, "-" inside a word splits it) and punctuation marks (" - " is one)."""
     t = text.lower().replace("\u2019", "'")
@@ -78,27 +74,9 @@ def _tokens(text: str) -> List[str]:
 
 
 # ----------------------------------------------------------------------------- building (offline)
-def _read_noun_index(path: Path) -> Dict[str, List[str]]:
-    out = {}
-    for line in path.read_text().splitlines():
-        if line.startswith(" ") or not line.strip():
-            continue
-        p = line.split()
-        pc = int(p[3])
-        out[p[0]] = p[4 + pc + 2:]
-    return out
-
-
 def _tag_counts(path: Path) -> Dict[str, Tuple[int, int]]:
     """lemma -> (senses, senses tagged in WordNet's semantic concordance) of one part of speech."""
-    out = {}
-    for line in path.read_text().splitlines():
-        if line.startswith(" ") or not line.strip():
-            continue
-        p = line.split()
-        pc = int(p[3])
-        out[p[0]] = (int(p[2]), int(p[4 + pc + 1]))
-    return out
+    return {p[0]: (int(p[2]), int(p[4 + int(p[3]) + 1])) for p in _index_rows(path)}
 
 
 def _mostly_noun(word: str, counts) -> bool:
@@ -154,7 +132,7 @@ def build_table(wordnet_dir: Path, train_kinds: Dict[str, Sequence[str]], absent
     which physical senses of a noun are followed upwards: "first" (the most frequent one, WordNet's order)
     or "all"; ``seed_senses`` the same for the training words' synsets."""
     d = Path(wordnet_dir)
-    index = _read_noun_index(d / "index.noun")
+    index = _read_index(d / "index.noun")
     data = _read_noun_data(d / "data.noun")
     ndesc = _descendants(data)
     exclude = {_norm(w) for w in exclude}

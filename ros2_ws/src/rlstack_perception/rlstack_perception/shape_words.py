@@ -48,15 +48,17 @@ def _norm(text: str) -> str:
     return " ".join(re.findall(r"[a-z]+", text.lower().replace("_", " ").replace("-", " ")))
 
 
-def _read_index(path: Path) -> Dict[str, list]:
-    out = {}
+def _index_rows(path: Path):
+    """The fields of each entry of a WordNet ``index.<pos>`` file (its licence header skipped)."""
     for line in path.read_text().splitlines():
         if line.startswith(" ") or not line.strip():
             continue
-        p = line.split()
-        pc = int(p[3])
-        out[p[0]] = p[4 + pc + 2:]
-    return out
+        yield line.split()
+
+
+def _read_index(path: Path) -> Dict[str, list]:
+    """lemma -> its synset offsets, from a WordNet ``index.<pos>`` file."""
+    return {p[0]: p[4 + int(p[3]) + 2:] for p in _index_rows(path)}
 
 
 def _synset(fh, offset: str):

@@ -145,26 +145,27 @@ def with_colour_rule(compat: np.ndarray, queries: Sequence[W.Query]) -> np.ndarr
     return out
 
 
-def with_shape_rule(compat: np.ndarray, queries: Sequence[W.Query]) -> np.ndarray:
-    """A shape named by a WordNet synonym of a training shape word accepted (rlstack_perception.shape_words)."""
-    from rlstack_perception.shape_words import ShapeRule
-
-    rule = ShapeRule(kinds=KINDS)
+def _with_kind_rule(compat: np.ndarray, queries: Sequence[W.Query], rule) -> np.ndarray:
+    """``compat`` with each query's kind outputs passed through ``rule.apply(text, kinds)``, as
+    :class:`rlstack_perception.query_head.QueryHead` applies its word rules."""
     out = compat.copy()
     for i, q in enumerate(queries):
         out[i, len(COLOURS):] = rule.apply(q.text, out[i, len(COLOURS):])
     return out
+
+
+def with_shape_rule(compat: np.ndarray, queries: Sequence[W.Query]) -> np.ndarray:
+    """A shape named by a WordNet synonym of a training shape word accepted (rlstack_perception.shape_words)."""
+    from rlstack_perception.shape_words import ShapeRule
+
+    return _with_kind_rule(compat, queries, ShapeRule(kinds=KINDS))
 
 
 def with_noun_rule(compat: np.ndarray, queries: Sequence[W.Query]) -> np.ndarray:
     """The kinds read from the query's head noun (rlstack_perception.noun_words) where it decides."""
     from rlstack_perception.noun_words import NounRule
 
-    rule = NounRule(kinds=KINDS)
-    out = compat.copy()
-    for i, q in enumerate(queries):
-        out[i, len(COLOURS):] = rule.apply(q.text, out[i, len(COLOURS):])
-    return out
+    return _with_kind_rule(compat, queries, NounRule(kinds=KINDS))
 
 
 def forward(params, x, kinds: Sequence[str] = KINDS):
