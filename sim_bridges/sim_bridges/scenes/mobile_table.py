@@ -82,11 +82,16 @@ def _cube_sampler(region, rest_z: float, target_rest_z: Optional[float] = None):
 _sample_cubes = _cube_sampler(CUBE_REGION, CUBE_REST_Z)
 
 
+def _cube(name: str, color: str, position) -> ObjectSpec:
+    """A cube of home's spec (5 cm, 80 g, friction 0.8)."""
+    return ObjectSpec(name=name, shape="box", size=(CUBE_SIZE,) * 3, color_name=color, mass=CUBE_MASS,
+                      lateral_friction=CUBE_FRICTION, pose=Pose(position))
+
+
 def _target_object(kind: str, support_z: float) -> ObjectSpec:
     """The target: a home cube (red) or another graspable kind (red), resting on ``support_z``."""
     if kind == "cube":
-        return ObjectSpec(name=TARGET, shape="box", size=(CUBE_SIZE,) * 3, color_name="red", mass=CUBE_MASS,
-                          lateral_friction=CUBE_FRICTION, pose=Pose([0.55, 0.0, support_z + 0.5 * CUBE_SIZE]))
+        return _cube(TARGET, "red", [0.55, 0.0, support_z + 0.5 * CUBE_SIZE])
     k = KINDS[kind]
     size = k.extents
     return ObjectSpec(name=TARGET, shape=k.shape, size=size, color_name="red", mass=k.mass, mesh=k.mesh,
@@ -125,8 +130,7 @@ def make_mobile_table_scene(wheel_radius: float = 0.08, track_width: float = 0.4
         mass=0.0,
         pose=Pose([TABLE_EDGE_X + 0.5 * TABLE_SIZE[0], 0.0, 0.5 * TABLE_TOP]),
     )
-    distractor = ObjectSpec(name=DISTRACTOR, shape="box", size=(CUBE_SIZE,) * 3, color_name="green",
-                            mass=CUBE_MASS, lateral_friction=CUBE_FRICTION, pose=Pose([0.55, 0.15, rest_z]))
+    distractor = _cube(DISTRACTOR, "green", [0.55, 0.15, rest_z])
     camera = CameraSpec(
         name="side_camera",
         pose=look_at_optical([0.35, -1.1, 1.15], [0.5, 0.0, TABLE_TOP]),

@@ -129,6 +129,19 @@ def sb3_policy(model, vecnorm=None) -> Policy:
     return act
 
 
+def env_kwargs_arg(text: str) -> Dict[str, Any]:
+    """argparse ``type`` of ``--env-kwargs``: a YAML mapping of env options ('' -> {}); anything else is
+    a usage error (exit 2)."""
+    import argparse
+
+    import yaml
+
+    value = yaml.safe_load(text) if text else {}
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"must be a YAML mapping, got {text!r}")
+    return value
+
+
 # ---------------------------------------------------------------------------- ONNX episodes, optionally on Ray
 def onnx_episodes(env_id: str, onnx_bytes: bytes, seeds: Sequence[int], randomize: Any = False,
                   backend: str = "pybullet", progress: bool = False,
@@ -202,16 +215,12 @@ def main(argv=None) -> int:
     p.add_argument("--address", help="a running Ray cluster ('auto' or <head>:6379); default: a local instance")
     p.add_argument("--num-cpus", type=int, help="CPUs of the local Ray instance (default: all)")
     p.add_argument("--json", help="also write the result to this file")
-    p.add_argument("--env-kwargs", default="", help="YAML mapping of env options (as rlstack_learning.play), e.g. "
-                   "\"{lego_fraction: 1.0}\" (mobile_lift_perceived: the toy brick as the target)")
+    p.add_argument("--env-kwargs", type=env_kwargs_arg, default={}, help="YAML mapping of env options (as "
+                   "rlstack_learning.play), e.g. \"{lego_fraction: 1.0}\" (mobile_lift_perceived: the brick as the target)")
     a = p.parse_args(argv)
     if a.episodes < 1:
         p.error("--episodes must be >= 1")
-    import yaml
-
-    env_kwargs = yaml.safe_load(a.env_kwargs) if a.env_kwargs else {}
-    if not isinstance(env_kwargs, dict):
-        p.error(f"--env-kwargs must be a YAML mapping, got {a.env_kwargs!r}")
+    env_kwargs = a.env_kwargs
     if a.ray_shards < 0:
         p.error("--ray-shards must be >= 0")
     from rlstack_bundle.bundle import BundleError, load

@@ -18,7 +18,7 @@ from typing import Any, Dict, Optional
 import gymnasium as gym
 
 from .envs import EVAL_SEED_BASE
-from .evaluate import run_episodes, write_video
+from .evaluate import env_kwargs_arg, run_episodes, write_video
 
 
 def _play(env_id: str, policy, episodes: int, randomize: bool, video: Optional[str], seed_base: int,
@@ -72,14 +72,10 @@ def main(argv=None) -> int:
     p.add_argument("--randomize", action="store_true", help="task's default domain randomisation")
     p.add_argument("--video", help="mp4 path: records the first episode")
     p.add_argument("--seed-base", type=int, default=EVAL_SEED_BASE)
-    p.add_argument("--env-kwargs", default="", help="YAML mapping of env options, e.g. \"{target_source: live}\" or "
+    p.add_argument("--env-kwargs", type=env_kwargs_arg, default={}, help="YAML mapping of env options, e.g. \"{target_source: live}\" or "
                    "\"{perception_error: {xy_std: 0.0, z_std: 0.0, yaw_std_deg: 0.0}}\" (mobile_lift)")
     a = p.parse_args(argv)
-    import yaml
-
-    env_kwargs = yaml.safe_load(a.env_kwargs) if a.env_kwargs else None
-    if env_kwargs is not None and not isinstance(env_kwargs, dict):
-        p.error(f"--env-kwargs must be a YAML mapping, got {a.env_kwargs!r}")
+    env_kwargs = a.env_kwargs
     if os.path.isfile(os.path.join(a.path, "io.yaml")):
         res = play_bundle(a.path, a.episodes, a.randomize, a.video, a.seed_base, env_kwargs)
     else:
