@@ -1,7 +1,6 @@
 """DirectClient (rlstack_common.fast_lane): a service call answered on a wait set of its own, over
 real rclpy across two nodes; a timed-out request's late answer is not taken for the next one's."""
 
-import threading
 import time
 
 import pytest
@@ -9,6 +8,7 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from std_srvs.srv import SetBool
 
+from rlstack_common.background_spin import BackgroundSpin
 from rlstack_common.fast_lane import DirectClient
 
 
@@ -32,11 +32,10 @@ def server():
     node.create_service(SetBool, "/direct_test", answer)
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
-    thread = threading.Thread(target=executor.spin, daemon=True)
-    thread.start()
+    spin = BackgroundSpin(executor)
     caller = rclpy.create_node("direct_client_caller", context=context)
     yield caller, calls
-    executor.shutdown(timeout_sec=1.0)
+    spin.stop()
     caller.destroy_node()
     node.destroy_node()
     rclpy.shutdown(context=context)

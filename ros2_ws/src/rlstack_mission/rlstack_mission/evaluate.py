@@ -20,7 +20,6 @@ import math
 import signal
 import statistics
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -145,6 +144,7 @@ def main(argv=None) -> int:
 
     import rclpy
     from rclpy.executors import MultiThreadedExecutor
+    from rlstack_common.background_spin import BackgroundSpin
 
     from .graph import FetchGraph, use_private_domain
     from .harness import FetchHarness
@@ -162,7 +162,7 @@ def main(argv=None) -> int:
     node = rclpy.create_node("fetch_evaluation")
     executor = MultiThreadedExecutor(num_threads=2)
     executor.add_node(node)
-    threading.Thread(target=executor.spin, daemon=True).start()
+    spin = BackgroundSpin(executor)   # stopped and joined before exit (rlstack_common.background_spin)
     episodes = []
     interrupted = False
     t_start = time.monotonic()
@@ -183,7 +183,7 @@ def main(argv=None) -> int:
         print("interrupted before the first layout: the graph is stopped", flush=True)
         return 130
     finally:
-        executor.shutdown()
+        spin.stop()
         node.destroy_node()
         rclpy.try_shutdown()
     cpu_share = ({k: round((cpu1[k] - cpu0.get(k, 0.0)) / (cpu_t1 - cpu_t0), 3) for k in sorted(cpu1)}

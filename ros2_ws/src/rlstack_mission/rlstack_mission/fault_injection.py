@@ -55,6 +55,7 @@ def run_one(victim: str, phase: str, extra_s: float, seed: int, color: str, time
             graph_args: Dict[str, str]) -> Dict:
     import rclpy
     from rclpy.executors import MultiThreadedExecutor
+    from rlstack_common.background_spin import BackgroundSpin
 
     from .graph import FetchGraph
     from .harness import DROPOFF_TOLERANCE, FetchHarness
@@ -65,7 +66,7 @@ def run_one(victim: str, phase: str, extra_s: float, seed: int, color: str, time
     node = rclpy.create_node("fault_injection", context=context)
     executor = MultiThreadedExecutor(num_threads=2, context=context)
     executor.add_node(node)
-    threading.Thread(target=executor.spin, daemon=True).start()
+    spin = BackgroundSpin(executor)   # stopped and joined before exit (rlstack_common.background_spin)
     rec: Dict = {"node": victim, "phase": phase, "delay_s": round(extra_s, 2), "seed": seed}
     log_path = out / f"graph_{victim}.log"
     pids_seen: List[int] = []
@@ -131,7 +132,7 @@ def run_one(victim: str, phase: str, extra_s: float, seed: int, color: str, time
                            code=result.get("code_name"), detail=str(result.get("reason", ""))[:200],
                            seconds_after_kill=round(time.monotonic() - t_kill, 1))
     finally:
-        executor.shutdown()
+        spin.stop()
         node.destroy_node()
         rclpy.shutdown(context=context)
     time.sleep(1.0)

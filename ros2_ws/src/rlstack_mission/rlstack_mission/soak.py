@@ -16,7 +16,6 @@ import json
 import os
 import signal
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Dict, List, Optional
@@ -98,6 +97,7 @@ def main(argv=None) -> int:
 
     import rclpy
     from rclpy.executors import MultiThreadedExecutor
+    from rlstack_common.background_spin import BackgroundSpin
 
     from .graph import FetchGraph, use_private_domain
     from .harness import FetchHarness
@@ -117,7 +117,7 @@ def main(argv=None) -> int:
     node = rclpy.create_node("fetch_soak")
     executor = MultiThreadedExecutor(num_threads=2)
     executor.add_node(node)
-    threading.Thread(target=executor.spin, daemon=True).start()
+    spin = BackgroundSpin(executor)   # stopped and joined before exit (rlstack_common.background_spin)
     run = max((r.get("graph_run", 0) for r in rows), default=-1) + 1
     try:
         with FetchGraph(ROOT, out / f"graph_{run}.log") as graph:
@@ -156,7 +156,7 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print(f"interrupted after {len(rows)} fetch(es); --resume continues", flush=True)
     finally:
-        executor.shutdown()
+        spin.stop()
         node.destroy_node()
         rclpy.try_shutdown()
     this_run = [r for r in rows if r["graph_run"] == run]
