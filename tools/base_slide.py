@@ -165,6 +165,14 @@ def replay(path: str, t_from: float, t_to: float, spread: float, obj, lift: int,
         z = p.getBasePositionAndOrientation(body, physicsClientId=cid)[0][2]
         p.resetBasePositionAndOrientation(body, (true0["x"], true0["y"], z),
                                           p.getQuaternionFromEuler((0, 0, true0["yaw"])), physicsClientId=cid)
+        joints0 = _near(series["joints"], w0) if series.get("joints") else None
+        if joints0 is not None:   # the arm as it stood in the graph (the IK's null space differs per history)
+            index = {p.getJointInfo(body, j, physicsClientId=cid)[1].decode(): j
+                     for j in range(p.getNumJoints(body, physicsClientId=cid))}
+            arm = [n for n in ARM_JOINTS if n in joints0 and n in index]
+            for n in arm:
+                p.resetJointState(body, index[n], joints0[n], physicsClientId=cid)
+            sim.set_joint_targets(arm, [joints0[n] for n in arm])
         sim.set_base_velocity(0.0, 0.0)
         sim.step(rate_hz // 2)
 
