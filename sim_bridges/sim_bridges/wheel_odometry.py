@@ -16,6 +16,13 @@ would compute, with the usual errors of a real base:
 * a small **yaw-rate bias** while the base moves (``yaw_bias``, rad/s; a gyro-less base that
   turns slightly under a straight command, or a miscalibrated fused gyro).
 
+With ``gyro`` the heading comes from a simulated yaw-rate gyro instead of the wheels' difference,
+as on most real bases (a gyro fused into the wheel odometry): the base's true turn between two
+updates, plus white noise (``gyro_noise``, rad/sqrt(s)) and the ``yaw_bias`` while the wheels turn
+(a bias estimated at rest, as a robot's driver does). Why: a base that turns with its wheels
+standing still (it slides, e.g. under the arm's swing) is seen by a gyro and not by wheel angles;
+the distance still comes from the wheels.
+
 Default figures (per metre driven and per radian turned) and where they come from are listed in
 :data:`DEFAULT_ERROR_FIGURES` and in docs/navigation.md. The covariance of the integrated pose is
 propagated with the motion model's Jacobians, so ``/odom`` carries a covariance that grows as
@@ -49,6 +56,8 @@ class OdometryErrors:
     slip_ths: float = 0.005             # rad / sqrt(m): heading noise std after 1 m driven
     yaw_bias: float = 0.002             # rad/s, added to the yaw rate while the wheels turn
     moving_threshold: float = 1e-3      # m/s (wheel surface speed): below this the base counts as still
+    gyro: bool = False                  # heading from a yaw-rate gyro (update's true_yaw) instead of the wheels
+    gyro_noise: float = 1e-4            # rad / sqrt(s): the gyro's angle random walk (0.34 deg/sqrt(h))
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -58,7 +67,7 @@ class OdometryErrors:
         for name in ("left_radius_scale", "right_radius_scale", "track_scale"):
             if not 0.5 <= getattr(self, name) <= 1.5:
                 raise ValueError(f"OdometryErrors.{name} is a scale in [0.5, 1.5], got {getattr(self, name)!r}")
-        for name in ("slip_xx", "slip_thth", "slip_ths", "moving_threshold"):
+        for name in ("slip_xx", "slip_thth", "slip_ths", "moving_threshold", "gyro_noise"):
             if getattr(self, name) < 0:
                 raise ValueError(f"OdometryErrors.{name} must be >= 0, got {getattr(self, name)!r}")
 
@@ -113,8 +122,9 @@ def _wrap(a: float) -> float:
 class WheelOdometry:
     """Dead reckoning from the wheel angles of a differential-drive base.
 
-    ``update(left_angle, right_angle, t)`` takes the wheels' joint angles (rad, continuous,
-    as the backend reports them) and the time (s) and returns ``(x, y, yaw)`` in ``odom``.
+    ``update(left_angle, right_angle, t, true_yaw)`` takes the wheels' joint angles (rad, continuous,
+    as the backend reports them), the time (s) and, with ``errors.gyro``, the base's true yaw (rad,
+    what the simulated gyro integrates), and returns ``(x, y, yaw)`` in ``odom``.
     The first call after :meth:`reset` only records the angles.
     """
 
@@ -141,15 +151,24 @@ class WheelOdometry:
         self.turned = 0.0        # rad turned (|dth| summed)
         self._angles: Optional[Tuple[float, float]] = None
         self._t: Optional[float] = None
+        self._true_yaw: Optional[float] = None
 
     @property
     def pose(self) -> Tuple[float, float, float]:
         return self.x, self.y, self.yaw
 
-    def update(self, left_angle: float, right_angle: float, t: float) -> Tuple[float, float, float]:
+    def update(self, left_angle: float, right_angle: float, t: float,
+               true_yaw: Optional[float] = None) -> Tuple[float, float, float]:
         left_angle, right_angle, t = float(left_angle), float(right_angle), float(t)
         if not all(math.isfinite(v) for v in (left_angle, right_angle, t)):
             raise ValueError(f"wheel angles and time must be finite, got {left_angle}, {right_angle}, {t}")
+        if self.errors.gyro and (true_yaw is None or not math.isfinite(true_yaw)):
+            raise ValueError(f"odometry with a gyro needs the base's true yaw, got {true_yaw!r}")
+        gyro_turn = None
+        if self.errors.gyro:
+            if self._true_yaw is not None:
+                gyro_turn = _wrap(float(true_yaw) - self._true_yaw)
+            self._true_yaw = float(true_yaw)
         if self._angles is None or self._t is None or t < self._t:
             self._angles, self._t = (left_angle, right_angle), t
             self.v = self.w = 0.0
@@ -160,12 +179,16 @@ class WheelOdometry:
         dr = (right_angle - self._angles[1]) * self.wheel_radius * e.right_radius_scale
         self._angles, self._t = (left_angle, right_angle), t
         ds = 0.5 * (dl + dr)
-        dth = (dr - dl) / (self.track_width * e.track_scale)
         moving = dt > 0 and max(abs(dl), abs(dr)) > e.moving_threshold * dt
-        if moving:
-            dth += e.yaw_bias * dt
         var_s = e.slip_xx ** 2 * abs(ds)
-        var_th = e.slip_thth ** 2 * abs(dth) + e.slip_ths ** 2 * abs(ds)
+        if gyro_turn is not None:   # the gyro: the true turn, its noise, its bias while moving
+            dth = gyro_turn + (e.yaw_bias * dt if moving else 0.0)
+            var_th = e.gyro_noise ** 2 * max(dt, 0.0)
+        else:
+            dth = (dr - dl) / (self.track_width * e.track_scale)
+            if moving:
+                dth += e.yaw_bias * dt
+            var_th = e.slip_thth ** 2 * abs(dth) + e.slip_ths ** 2 * abs(ds)
         if var_s > 0:
             ds += math.sqrt(var_s) * float(self.rng.standard_normal())
         if var_th > 0:

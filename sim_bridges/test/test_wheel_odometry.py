@@ -160,3 +160,43 @@ def test_exact_wheel_odometry_follows_the_simulated_base():
     assert e_xy < 0.01 and e_yaw < 0.01
     d_xy, d_yaw = err(drifting.pose)
     assert d_xy > e_xy + 0.005 or d_yaw > e_yaw + 0.01
+
+
+def test_a_gyro_sees_a_turn_the_wheels_do_not():
+    """A base that turns while its wheels stand still (it slides: the fetch robot under its arm's
+    swing, docs/mission.md) turns the gyro odometry's heading and not the wheels-only one."""
+    wheels = WheelOdometry(R, TRACK, OdometryErrors.exact())
+    gyro = WheelOdometry(R, TRACK, OdometryErrors.exact().with_(gyro=True, gyro_noise=0.0))
+    for k in range(61):   # 1 s, wheels still, the true heading turns by 0.05 rad
+        t = k * DT
+        wheels.update(0.0, 0.0, t)
+        gyro.update(0.0, 0.0, t, true_yaw=0.05 * t)
+    assert wheels.yaw == 0.0
+    assert gyro.yaw == pytest.approx(0.05, abs=1e-9)
+    assert (gyro.x, gyro.y) == (0.0, 0.0)            # the distance still comes from the wheels
+    gyro_drive = WheelOdometry(R, TRACK, OdometryErrors.exact().with_(gyro=True, gyro_noise=0.0))
+    left = right = 0.0
+    gyro_drive.update(left, right, 0.0, true_yaw=math.pi - 0.01)
+    for k in range(1, 61):  # 1 s straight at 0.3 m/s while the true heading wraps past +-pi
+        left += 0.3 / R * DT
+        right += 0.3 / R * DT
+        gyro_drive.update(left, right, k * DT, true_yaw=math.remainder(math.pi - 0.01 + 0.001 * k, 2 * math.pi))
+    assert gyro_drive.yaw == pytest.approx(0.06, abs=1e-9)
+    assert math.hypot(gyro_drive.x, gyro_drive.y) == pytest.approx(0.3, abs=1e-3)
+
+
+def test_gyro_noise_is_a_random_walk_in_time_and_the_true_yaw_is_required():
+    errors = OdometryErrors.exact().with_(gyro=True, gyro_noise=0.01)
+    finals = []
+    for seed in range(200):
+        odo = WheelOdometry(R, TRACK, errors, seed=seed)
+        for k in range(601):          # 10 s standing still, no true turn
+            odo.update(0.0, 0.0, k * DT, true_yaw=0.0)
+        finals.append(odo.yaw)
+    std = float(np.std(finals))
+    assert std == pytest.approx(0.01 * math.sqrt(10.0), rel=0.2)      # 0.0316 rad after 10 s
+    assert math.sqrt(odo.cov[2, 2]) == pytest.approx(0.01 * math.sqrt(10.0), rel=1e-6)
+    with pytest.raises(ValueError, match="true yaw"):
+        WheelOdometry(R, TRACK, errors).update(0.0, 0.0, 0.0)
+    with pytest.raises(ValueError, match="gyro_noise"):
+        OdometryErrors(gyro_noise=-1.0)

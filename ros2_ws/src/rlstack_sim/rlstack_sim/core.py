@@ -455,8 +455,13 @@ class BaseOdometry:
             from sim_bridges.contract import Odometry as SimOdometry, Pose as SimPose, Twist as SimTwist
             odo, left, right = self.wheel
             js = self.sim.joint_state()
+            true_yaw = None
+            if odo.errors.gyro:   # the simulated gyro integrates the base's true turn
+                from sim_bridges.geometry import quat_to_matrix
+                r = quat_to_matrix(self.sim.base_odometry().pose.orientation)
+                true_yaw = math.atan2(r[1, 0], r[0, 0])
             x, y, yaw = odo.update(js.position[js.names.index(left)], js.position[js.names.index(right)],
-                                   self.sim.sim_time)
+                                   self.sim.sim_time, true_yaw)
             msg = SimOdometry(stamp=self.sim.sim_time,
                               pose=SimPose([x, y, self._z], [0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2)]),
                               twist=SimTwist([odo.v, 0.0, 0.0], [0.0, 0.0, odo.w]))

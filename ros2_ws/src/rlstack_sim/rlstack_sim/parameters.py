@@ -63,6 +63,11 @@ def bridge_parameters(scenes: Sequence[str], backends: Sequence[str]) -> List[Pa
         P("odom_slip_ths", e0.slip_ths, "Wheel odometry: heading noise std after 1 m driven, "
           "rad/sqrt(m)", 0.0, 1.0),
         P("odom_yaw_bias", e0.yaw_bias, "Wheel odometry: yaw-rate bias while the wheels turn, rad/s", -1.0, 1.0),
+        P("odom_gyro", e0.gyro, "Wheel odometry: heading from a simulated yaw-rate gyro (the base's true "
+          "turn + odom_gyro_noise + odom_yaw_bias) instead of the wheels' difference; sees a base that "
+          "turns with its wheels still"),
+        P("odom_gyro_noise", e0.gyro_noise, "Wheel odometry with odom_gyro: the gyro's angle random walk, "
+          "rad/sqrt(s)", 0.0, 1.0),
         P("publish_rate_hz", 60.0, "Rate of /joint_states, /odom, /tf, Hz of sim time (capped at the"
           " control rate; 0: off)", 0.0, 10000.0),
         P("ground_truth_rate_hz", 10.0, "Rate of the ground-truth topics, Hz of sim time (0: off)", 0.0, 10000.0),
@@ -95,4 +100,4 @@ def odometry_errors(v: Dict[str, Any]) -> OdometryErrors:
     return OdometryErrors(left_radius_scale=v["odom_left_radius_scale"],
                           right_radius_scale=v["odom_right_radius_scale"], track_scale=v["odom_track_scale"],
                           slip_xx=v["odom_slip_xx"], slip_thth=v["odom_slip_thth"], slip_ths=v["odom_slip_ths"],
-                          yaw_bias=v["odom_yaw_bias"])
+                          yaw_bias=v["odom_yaw_bias"], gyro=v["odom_gyro"], gyro_noise=v["odom_gyro_noise"])

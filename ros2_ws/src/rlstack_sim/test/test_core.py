@@ -191,9 +191,38 @@ def test_wheel_odometry_drifts_from_the_truth(home):
     assert BaseOdometry(sim, False, odometry_errors(values), 0).get(0)[1] is None
 
 
+
+def test_odom_gyro_turns_the_odometry_with_a_base_that_turns_in_place_of_its_wheels(home):
+    """odom_gyro: the bridge's /odom heading follows the base's true turn when the wheels do not
+    (the base turned by hand here, as the arm's swing slid it in the fetch graph)."""
+    import math
+
+    import pybullet as p
+
+    sim, *_ = home
+    values = {p_.name: p_.default for p_ in bridge_parameters(scene_names(), ("pybullet",))}
+    assert values["odom_gyro"] is False
+    with_gyro = BaseOdometry(sim, True, odometry_errors({**values, "odom_gyro": True, "odom_gyro_noise": 0.0}), 0)
+    wheels_only = BaseOdometry(sim, True, odometry_errors(values), 0)
+    for odo in (with_gyro, wheels_only):
+        assert odo.configure(make_scene("home"), True)
+        odo.reset(True)
+        odo.get(0)
+    body, cid = sim._robots[0].body, sim._cid   # turn the base without its wheels: a slide
+    pos, orn = p.getBasePositionAndOrientation(body, physicsClientId=cid)
+    yaw0 = p.getEulerFromQuaternion(orn)[2]
+    p.resetBasePositionAndOrientation(body, pos, p.getQuaternionFromEuler((0, 0, yaw0 + 0.04)), physicsClientId=cid)
+    sim.step(1)
+
+    def yaw(odo):
+        q = odo.get(1)[0].pose.orientation
+        return math.atan2(2 * (q[3] * q[2] + q[0] * q[1]), 1 - 2 * (q[1] ** 2 + q[2] ** 2))
+    assert yaw(with_gyro) - yaw0 == pytest.approx(0.04, abs=2e-3)
+    assert abs(yaw(wheels_only) - yaw0) < 5e-3
+
 def test_parameters_and_backend_errors():
     values = {p.name: p.default for p in bridge_parameters(scene_names(), ("pybullet",))}
-    assert len(values) == 35 and not depth_noise(values).enabled
+    assert len(values) == 37 and not depth_noise(values).enabled
     assert values["ee_step_period_s"] == 0.0   # one control period unless a graph asks (the MuJoCo fetch)
     ranged = [p for p in bridge_parameters(scene_names(), ("pybullet",)) if p.min_value is not None]
     assert all(p.min_value <= p.default <= p.max_value for p in ranged)
