@@ -127,10 +127,17 @@ class RosProbe:
         the round trip and not client discovery.
         """
         client = self._clients.get((srv_type, name))
-        if client is None:
+        fresh = client is None
+        if fresh:
             client = self.node.create_client(srv_type, name, qos_profile=qos_profile_system_default)
             self._clients[(srv_type, name)] = client
         self.spin_until(client.service_is_ready, timeout, f"service {name}")
+        if fresh:
+            # "Ready" means this client matched the server's request topic; the server may not yet
+            # have matched this client's response reader, and then drops the answer ("failed to send
+            # response (timeout): client will not receive response", a smoke-graph test in CI-like
+            # runs). A moment of discovery before the first request lets both directions match.
+            self.spin_for(0.5)
         future = client.call_async(request)
         self.spin_until(future.done, timeout, f"the response of {name}")
         if future.exception() is not None:
