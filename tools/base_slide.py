@@ -92,7 +92,9 @@ def record(path: str) -> int:
 
 
 def _yaw(q) -> float:
-    return math.atan2(2 * (q.w * q.z + q.x * q.y), 1 - 2 * (q.y * q.y + q.z * q.z))
+    from sim_bridges.geometry import yaw_from_quat
+
+    return yaw_from_quat((q.x, q.y, q.z, q.w))
 
 
 # ---------------------------------------------------------------------------- reading a recording

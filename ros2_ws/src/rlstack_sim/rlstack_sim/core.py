@@ -439,11 +439,10 @@ class BaseOdometry:
         """After a simulator reset: odom starts where the robot is (= the world)."""
         self._cache = None
         if has_base and self.wheel is not None:
-            from sim_bridges.geometry import quat_to_matrix
+            from sim_bridges.geometry import yaw_from_quat
             pose = self.sim.base_odometry().pose
-            r = quat_to_matrix(pose.orientation)
             self._z = float(pose.position[2])
-            self.wheel[0].reset((float(pose.position[0]), float(pose.position[1]), math.atan2(r[1, 0], r[0, 0])),
+            self.wheel[0].reset((float(pose.position[0]), float(pose.position[1]), yaw_from_quat(pose.orientation)),
                                 seed=self.seed + self.resets)
             self.resets += 1
 
@@ -457,9 +456,8 @@ class BaseOdometry:
             js = self.sim.joint_state()
             true_yaw = None
             if odo.errors.gyro:   # the simulated gyro integrates the base's true turn
-                from sim_bridges.geometry import quat_to_matrix
-                r = quat_to_matrix(self.sim.base_odometry().pose.orientation)
-                true_yaw = math.atan2(r[1, 0], r[0, 0])
+                from sim_bridges.geometry import yaw_from_quat
+                true_yaw = yaw_from_quat(self.sim.base_odometry().pose.orientation)
             x, y, yaw = odo.update(js.position[js.names.index(left)], js.position[js.names.index(right)],
                                    self.sim.sim_time, true_yaw)
             msg = SimOdometry(stamp=self.sim.sim_time,
