@@ -130,6 +130,9 @@ class GraspOutcome:
     reason: str = ""
     #: the close look showed another kind of object than the match's label (see :func:`footprint_mismatch`, :func:`height_mismatch`)
     wrong_object: bool = False
+    #: ... or an object the hand cannot close on (:func:`too_wide`): set aside as well, but the mission
+    #: ends GRASP_FAILED, not NOT_FOUND, when nothing else turns up (it may be the object asked for)
+    ungraspable: bool = False
     #: an estimate's centre (x, y) and yaw (mod 90 deg; None for a round object) in the map frame
     xy: Optional[Tuple[float, float]] = None
     yaw: Optional[float] = None
@@ -550,6 +553,30 @@ def height_mismatch(label: str, size: Optional[Sequence[float]], cube_max_aspect
     return ""
 
 
+def too_wide(size: Optional[Sequence[float]], max_width: float) -> str:
+    """Why a close look's ``size`` (along, across, height), m, is more than the hand can close on, or ''.
+
+    The narrower side of the footprint is what the fingers close across; above ``max_width`` (the
+    Panda hand opens 8 cm) no lift can hold it, whatever the map called it. Measured under the depth
+    noise (``rlstack_perception.evaluate_grasp_pose --scene home_kinds --depth-noise``, both ranges):
+    cubes and toy bricks read at most 5.1 cm; books, bowls, plates and buckets 7.6 cm or more from
+    ~1 m (a part of one seen from close by can read narrower: then this does not refuse it).
+    0 or no size: not checked."""
+    if size is None or max_width <= 0:
+        return ""
+    narrow = min(float(size[0]), float(size[1]))
+    if narrow <= max_width:
+        return ""
+    return (f"the close look shows an object {narrow * 100:.1f} cm across at its narrower side, "
+            f"wider than the hand can take ({max_width * 100:.1f} cm)")
+
+
+def _set_aside_code(outcome: GraspOutcome) -> FetchCode:
+    """How the mission ends when a match set aside by ``outcome``'s close look was the last one:
+    NOT_FOUND for another kind of object, GRASP_FAILED for one the hand cannot take."""
+    return FetchCode.GRASP_FAILED if outcome.ungraspable else FetchCode.NOT_FOUND
+
+
 def stand_pose_for_drop(x: float, y: float, yaw: float, carry_offset: float) -> Pose2D:
     """Where the base stands so that the carried object (``carry_offset`` ahead of it) is above (x, y)."""
     return Pose2D(x - carry_offset * math.cos(yaw), y - carry_offset * math.sin(yaw), yaw)
@@ -964,7 +991,8 @@ class FetchMission:
             if grasp.wrong_object:
                 self.ports.recover_arm()
                 self.ports.drive_straight(-dock)
-                raise _WrongObject(f"'{target.label}' at ({target.x:.2f}, {target.y:.2f}): {grasp.reason}")
+                raise _WrongObject(f"'{target.label}' at ({target.x:.2f}, {target.y:.2f}): {grasp.reason}",
+                                   _set_aside_code(grasp))
             failures.append(grasp.reason)
             self.ports.feedback("GRASP", f"attempt {attempt} failed: {grasp.reason}; backing off to look again")
             self.ports.recover_arm()
@@ -991,7 +1019,8 @@ class FetchMission:
         estimated = self.ports.estimate_target(target, from_afar=True)
         for squared in (False, True):
             if estimated.wrong_object:
-                raise _WrongObject(f"'{target.label}' at ({target.x:.2f}, {target.y:.2f}): {estimated.reason}")
+                raise _WrongObject(f"'{target.label}' at ({target.x:.2f}, {target.y:.2f}): {estimated.reason}",
+                                   _set_aside_code(estimated))
             if not estimated.ok:
                 failures.append(estimated.reason)
                 self.ports.feedback("NAVIGATE", f"attempt {attempt}: {estimated.reason}; looking again")

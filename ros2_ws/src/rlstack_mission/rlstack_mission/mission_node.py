@@ -245,6 +245,11 @@ class MissionNode(Node):
                                   "duplo whose grasp-pose height exceeds this times its wider side is another object "
                                   "(WRONG_OBJECT; a cube of its size is 1.0; bricks measured up to 0.78); 0: not checked",
                                   min_value=0.0, max_value=10.0)
+        self.max_grasp_width = d("max_grasp_width", 0.07, "Robot mode: a target whose grasp-pose footprint is wider "
+                                 "than this at its narrower side is more than the hand can close on (the Panda "
+                                 "opens 8 cm): set aside, the search goes on, GRASP_FAILED if nothing else matches "
+                                 "(cubes and toy bricks read at most 5.1 cm under depth noise; books, bowls, plates "
+                                 "7.6 cm or more), m; 0: not checked", min_value=0.0, max_value=1.0)
         if self.params_.look_alikes and (self.grasp_source != "perception" or self.brick_max_aspect <= 0):
             # a look-alike match is lifted on the close look's say-so: without it (the ground-truth
             # grasp, or the brick check off) the mission would lift a red cube for "the red lego"

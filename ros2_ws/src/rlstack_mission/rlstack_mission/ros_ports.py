@@ -24,17 +24,19 @@ from rlstack_interfaces.action import Fetch, NavigateTo
 from rlstack_interfaces.srv import EstimateGraspPose, QueryObjects
 
 from .fetch import (NO_GRASP_POSE, FetchCode, GraspOutcome, Match, MissionAborted, NavOutcome, Pose2D,
-                    expected_shape_words, footprint_mismatch, height_mismatch, wrap_quarter)
+                    expected_shape_words, footprint_mismatch, height_mismatch, too_wide, wrap_quarter)
 from .frames import to_frame, yaw_of
 
 
 class GraspRefused(Exception):
     """The grasp pose could not be estimated (TARGET_NOT_VISIBLE, POSE_UNCERTAIN, ...): no blind grasp.
-    ``wrong_object``: it could, and shows another kind of object than the match's label."""
+    ``wrong_object``: it could, and shows another kind of object than the match's label;
+    ``ungraspable``: an object wider than the hand takes (set aside as well)."""
 
-    def __init__(self, reason: str, wrong_object: bool = False) -> None:
+    def __init__(self, reason: str, wrong_object: bool = False, ungraspable: bool = False) -> None:
         super().__init__(reason)
-        self.wrong_object = wrong_object
+        self.wrong_object = wrong_object or ungraspable
+        self.ungraspable = ungraspable
 
 
 class RosPorts:
@@ -452,6 +454,9 @@ class RosPorts:
                 size = (reply.size.x, reply.size.y, reply.size.z)
                 seen = (f"footprint {reply.size.x * 100:.1f} x {reply.size.y * 100:.1f} cm, "
                         f"{reply.size.z * 100:.1f} cm high")
+                wide = too_wide(size, self.n.max_grasp_width)
+                if wide:      # conclusive: no lift closes on it, whatever the map called it
+                    raise GraspRefused(f"WRONG_OBJECT: {wide} ({seen})", ungraspable=True)
                 # from afar (~1 m) a cube's height reads down to 0.77 of its width: no "flatter" check there
                 taller = height_mismatch(expected, size, self.n.cube_max_aspect,
                                          0.0 if from_afar else self.n.cube_min_aspect, self.n.brick_max_aspect)
@@ -501,7 +506,8 @@ class RosPorts:
         try:
             symmetric = self._hold_target_estimate(target, from_afar)
         except GraspRefused as exc:
-            return GraspOutcome(False, f"{NO_GRASP_POSE}: {exc}", wrong_object=exc.wrong_object)
+            return GraspOutcome(False, f"{NO_GRASP_POSE}: {exc}", wrong_object=exc.wrong_object,
+                                ungraspable=exc.ungraspable)
         pos, quat = self.n.held_target
         frame = self.n.map_frame
         try:

@@ -11,7 +11,7 @@ from rlstack_mission.fetch import (FetchCode, FetchMission, FetchParams, GraspOu
                                    grow_sensed_obstacles,
                                    NavOutcome, Pose2D, best_match, clearance, plan_approaches,
                                    plan_floor_approaches, square_floor_approach, expected_shape_words, look_alike_query,
-                                   footprint_mismatch, height_mismatch,
+                                   footprint_mismatch, height_mismatch, too_wide,
                                    stand_pose_for_drop, wrap_quarter)
 from rlstack_mission.layouts import TABLES, make_layout, with_floor_objects
 from rlstack_nav.map_io import load_map
@@ -396,6 +396,49 @@ def test_a_lego_brick_and_a_cube_told_apart_by_their_height():
     # "the red lego." is checked as a lego, not as the "red cube" the map may call it
     assert expected_shape_words("the red lego.", "red cube") == "the red lego."
     assert height_mismatch("the red lego.", size=brick, cube_min_aspect=0.84, brick_max_aspect=0.84) == ""
+
+
+def test_an_object_wider_than_the_hand_is_too_wide_whatever_it_is_called():
+    """The fetch of the red lego lifted three times at a red book (11.2 x 10.4 cm) the map had named
+    "red lego", and three times at a red bowl (9.9 x 9.7 cm) it had named "red cube": the fingers
+    close across the footprint's narrower side, and the Panda hand opens 8 cm."""
+    book_seen_from_1m = (0.112, 0.104, 0.032)
+    cube = (0.046, 0.044, 0.048)
+    brick = (0.051, 0.050, 0.037)
+    book_edge_seen_close = (0.110, 0.045, 0.031)   # a part of it: narrow enough for the hand, not refused
+    assert "10.4 cm across" in too_wide(book_seen_from_1m, 0.07) and "7.0 cm" in too_wide(book_seen_from_1m, 0.07)
+    assert too_wide(cube, 0.07) == "" and too_wide(brick, 0.07) == ""
+    assert too_wide(book_edge_seen_close, 0.07) == ""
+    assert too_wide(book_seen_from_1m, 0.0) == "" and too_wide(None, 0.07) == ""   # off; no size
+
+
+def test_a_match_too_wide_for_the_hand_is_set_aside_and_the_search_goes_on(home):
+    """Set aside like another kind of object, but when nothing else matches the mission ends
+    GRASP_FAILED (it may be what was asked for: the hand cannot take it), not NOT_FOUND."""
+    wide = GraspOutcome(False, "no grasp pose: WRONG_OBJECT: the close look shows an object 10.4 cm across at "
+                               "its narrower side, wider than the hand can take (7.0 cm)", wrong_object=True,
+                        ungraspable=True)
+    book = Match(1, "red lego", -1.63, -2.36, 0.525, 0.95)
+    brick = Match(7, "red lego", 2.6, -1.85, 0.525, 0.90)
+    robot = ScriptedRobot(home, grasps=[wide, True])
+    robot.query = lambda text: [book, brick]
+    r = run(robot, query="the red lego")
+    assert r.code == FetchCode.SUCCEEDED, r.reason
+    assert (r.target.x, r.target.y) == (brick.x, brick.y)
+    assert robot.log.count("grasp") == 2      # one close look at the book, no lift tried on it
+    assert any("wider than the hand" in d and "another match" in d for d in robot.details)
+    # the only match is too wide: GRASP_FAILED saying why, nothing lifted
+    robot = ScriptedRobot(home, grasps=[wide] * 3)
+    robot.query = lambda text: [book]
+    r = run(robot, query="the red lego")
+    assert r.code == FetchCode.GRASP_FAILED and "wider than the hand" in r.reason, r.reason
+    assert "stow" not in robot.log
+    # seen from afar on the floor (the estimate before driving in) alike
+    floor_book = Match(1, "red lego", 1.0, 0.0, 0.015, 0.95)
+    robot = ScriptedRobot(home, estimates=[wide])
+    robot.query = lambda text: [floor_book, brick]
+    r = run(robot, query="the red lego")
+    assert r.code == FetchCode.SUCCEEDED and (r.target.x, r.target.y) == (brick.x, brick.y), r.reason
 
 
 def test_the_close_look_is_checked_against_what_was_asked_for():

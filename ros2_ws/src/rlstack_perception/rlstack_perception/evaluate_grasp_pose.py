@@ -134,7 +134,9 @@ def evaluate(layouts: int = 10, views: int = 3, seed: int = 7, hint_std: float =
                     err = est.centre - truth
                     row.update(err_xy=float(np.hypot(err[0], err[1])), err_z=float(abs(err[2])),
                                err_3d=float(np.linalg.norm(err)), symmetric=est.symmetric,
-                               aspect=float(est.size[2] / max(est.size[0], est.size[1], 1e-6)))
+                               aspect=float(est.size[2] / max(est.size[0], est.size[1], 1e-6)),
+                               # what the hand closes across (the mission's max_grasp_width check)
+                               narrow_m=float(min(est.size[0], est.size[1])))
                     if st.kind in SQUARE_KINDS:
                         true_yaw = _yaw(st.pose.orientation) - az
                         row["err_yaw_deg"] = abs(math.degrees(wrap_quarter(est.yaw - true_yaw)))
@@ -168,7 +170,9 @@ def summarize(rows: List[Dict], reasons: Counter) -> Dict:
     for label, pick in (("all", lambda r: True), ("cubes", lambda r: r["kind"] == "cube"),
                         ("balls", lambda r: r["kind"] == "ball"), ("cylinders", lambda r: r["kind"] == "cylinder"),
                         ("lego bricks", lambda r: r["kind"] == "lego"),
-                        ("on tables", lambda r: not r["on_floor"]), ("on the floor", lambda r: r["on_floor"])):
+                        ("on tables", lambda r: not r["on_floor"]), ("on the floor", lambda r: r["on_floor"]),
+                        *((f"kind {k}", lambda r, k=k: r["kind"] == k)
+                          for k in sorted({r["kind"] for r in rows} - {"cube", "ball", "cylinder", "lego"}))):
         sel = [r for r in rows if pick(r)]
         good = [r for r in sel if r["ok"]]
         out["groups"][label] = {
@@ -178,21 +182,24 @@ def summarize(rows: List[Dict], reasons: Counter) -> Dict:
             "err_yaw_deg": _stats([r["err_yaw_deg"] for r in good if "err_yaw_deg" in r]),
             "symmetric_share": round(sum(r.get("symmetric", False) for r in good) / len(good), 3) if good else None,
             "aspect": _spread([r["aspect"] for r in good]),
+            "narrow_side_m": _spread([r["narrow_m"] for r in good]),
         }
     return out
 
 
 def markdown(res: Dict) -> str:
     lines = ["| objects | views | usable | x/y error median / p95 | z error median / p95 | 3-D median / p95 | "
-             "yaw error median / p95 (cubes, lego) | read as round | height / footprint: min, p5, median, p95, max |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "yaw error median / p95 (cubes, lego) | read as round | height / footprint: min, p5, median, p95, max | "
+             "narrower side, cm: min, p5, median, p95, max |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for label, g in res["groups"].items():
         f = lambda s, k=1000: "-" if s["median"] is None else f"{s['median'] * k:.1f} / {s['p95'] * k:.1f}"  # noqa: E731
         yaw = "-" if g["err_yaw_deg"]["median"] is None else \
             f"{g['err_yaw_deg']['median']:.1f} / {g['err_yaw_deg']['p95']:.1f} deg"
         lines.append(f"| {label} | {g['views']} | {g['usable']} | {f(g['err_xy_m'])} mm | {f(g['err_z_m'])} mm | "
                      f"{f(g['err_3d_m'])} mm | {yaw} | {g['symmetric_share']} | "
-                     f"{'-' if g['aspect']['median'] is None else ', '.join(f'{v:.2f}' for v in g['aspect'].values())} |")
+                     f"{'-' if g['aspect']['median'] is None else ', '.join(f'{v:.2f}' for v in g['aspect'].values())} | "
+                     f"{'-' if g['narrow_side_m']['median'] is None else ', '.join(f'{v * 100:.1f}' for v in g['narrow_side_m'].values())} |")
     return "\n".join(lines)
 
 
