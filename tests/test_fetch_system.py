@@ -27,6 +27,7 @@ import yaml
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
 
+from rlstack_common.background_spin import BackgroundSpin
 from rlstack_mission.graph import wait_until_ready
 from rlstack_mission.harness import FetchHarness
 from rlstack_mission.layouts import FetchLayout
@@ -93,8 +94,7 @@ def graph(tmp_path_factory):
     lease = lease_domain_id()
     processes = ProcessGroup(lease.domain_id, tmp_path_factory.mktemp("fetch-logs"))
     probe = RosProbe(lease.domain_id, name="fetch_test")
-    spinner = threading.Thread(target=probe.executor.spin, daemon=True)
-    spinner.start()
+    spin = BackgroundSpin(probe.executor, name="fetch-test-spin")
     try:
         processes.start_graph(REPO / "launch" / "fetch.launch.yaml", name="fetch_graph", grace=10.0)
         runner = processes.processes[0]
@@ -105,8 +105,7 @@ def graph(tmp_path_factory):
         # The spinner must have left spin() before the probe's node is destroyed. (The RCLError
         # "wait set index for result client is out of bounds" seen in CI came from a second thread
         # spinning the same executor: tests here never call probe methods that spin.)
-        probe.executor.shutdown(timeout_sec=5.0)
-        spinner.join(timeout=5.0)
+        spin.stop()
         probe.close()
         lease.release()
 
