@@ -835,18 +835,24 @@ class FetchMission:
         return replace(near, confirmed=False)
 
     def _look_alike(self, query: str, avoid: Sequence[Match]) -> Optional[Match]:
-        """Exploring is over and nothing matched ``query``: the best confident match of its look-alike
+        """Exploring is over and nothing matched ``query``: the best match of its look-alike
         wording (:attr:`FetchParams.look_alikes`; none near ``avoid``), to be looked at from close by.
         The map cannot tell a toy brick from a cube of its colour from 1-2 m (its studs do not show
-        in the crop) and may have named the brick "red cube"; the grasp pose's height can."""
+        in the crop) and may have named the brick "red cube"; the grasp pose's height can.
+
+        Any answer the map gives for the look-alike wording (above its own threshold) is a candidate,
+        best first, not only those reaching ``min_match_score``: the close look decides (fetch seed 2,
+        2026-11-27: the one confident "red cube" was a cube, refused, and the brick, which the map's
+        markers also named "red cube", was never looked at: it scored under ``min_match_score``).
+        Each one refused counts as a match set aside."""
         alike = look_alike_query(query, self.p.look_alikes)
         if not alike:
             return None
-        match = best_match(self.ports.query(alike), self.p.min_match_score, avoid=avoid)
+        match = best_match(self.ports.query(alike), -math.inf, avoid=avoid)
         if match is None:
             return None
         self.ports.feedback("EXPLORE", f"nothing matched '{query}'; '{match.label}' at ({match.x:.2f}, {match.y:.2f}) "
-                                       f"matches '{alike}', which looks the same from afar: looking at it from close by")
+                                       f"matches '{alike}' ({match.score:.2f}), which looks the same from afar: looking at it from close by")
         return replace(match, confirmed=False, look_alike=alike)
 
     def _confirm(self, answer: Sequence[Match], target: Match) -> Match:
