@@ -305,7 +305,7 @@ class MissionNode(Node):
         default = [f"{word}={alike}" for word, alike in FetchParams().look_alikes]
         pairs = [p for p in d("look_alikes", default, "'word=look-alike' pairs: after exploring, "
                               "a query naming the word that nothing matched is asked again with the look-alike in its "
-                              "place, and that match is lifted only if the close look's shape check of the asked words "
+                              "place, and its answers (any score, best first) are lifted only if the close look's shape check of the asked words "
                               "passes (a toy brick reads as a cube of its colour from afar; brick_max_aspect tells "
                               "them apart). Robot mode with brick_max_aspect > 0 only; [''] : off") if p.strip()]
         bad = [p for p in pairs if p.count("=") != 1 or not all(x.strip() for x in p.split("="))]
