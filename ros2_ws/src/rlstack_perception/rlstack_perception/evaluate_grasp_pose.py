@@ -35,11 +35,6 @@ from .simtools import _free, target_objects
 SQUARE_KINDS = ("cube", "lego")
 
 
-def _yaw(q) -> float:
-    x, y, z, w = (float(v) for v in q)
-    return math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
-
-
 def head_camera_in_base(sim) -> tuple:
     """(R, t): the head camera's optical frame in base_link, from the loaded robot."""
     cf = sim.camera_frame("head_camera")
@@ -94,6 +89,7 @@ def evaluate(layouts: int = 10, views: int = 3, seed: int = 7, hint_std: float =
     from 0.44-0.76 m (docked) and at objects on the floor from ``floor_view_distance`` (1.0 m).
     ``floor_only``: only objects lying on the floor. ``scene``: ``home`` or ``home_kinds`` (the same
     rooms, one object of every other kind too); ``kinds``: only objects of these kinds (None: all)."""
+    from sim_bridges.geometry import yaw_from_quat
     from sim_bridges.pybullet_backend import PyBulletBackend
 
     rng = np.random.default_rng(seed)
@@ -138,7 +134,7 @@ def evaluate(layouts: int = 10, views: int = 3, seed: int = 7, hint_std: float =
                                # what the hand closes across (the mission's max_grasp_width check)
                                narrow_m=float(min(est.size[0], est.size[1])))
                     if st.kind in SQUARE_KINDS:
-                        true_yaw = _yaw(st.pose.orientation) - az
+                        true_yaw = yaw_from_quat(st.pose.orientation) - az
                         row["err_yaw_deg"] = abs(math.degrees(wrap_quarter(est.yaw - true_yaw)))
                 else:
                     reasons[row["reason"]] += 1
