@@ -266,21 +266,27 @@ def test_virtual_scan_keeps_walls_and_drops_a_table_top_seen_from_above():
     assert np.allclose(walls[:, 0], 2.5, atol=0.01)           # with it: only the wall
 
 
+def wall_and_clutter(grid, truth, inside_min, inside_max, n=20):
+    """A scan from ``truth`` = (3, 0, 0) of the east wall through a 30 deg view (the position along it,
+    y, unconstrained) plus ``n`` returns ``inside_min``-``inside_max`` m inside an obstacle, where its
+    surface pulls along y: what objects on a table look like to the matcher."""
+    wall = raycast(grid, truth, fov=math.radians(30))
+    m = ScanMatcher(grid, LocalizerParams())
+    ys, xs = np.mgrid[-2.0:2.0:0.01, 1.0:3.9:0.01]
+    d = m._bilinear([m.field, m.gy], xs.ravel(), ys.ravel())   # noqa: SLF001 - the test picks points off the field
+    pick = np.flatnonzero((d[0] < -inside_min) & (d[0] > -inside_max) & (np.abs(d[1]) > 0.9))[:n]
+    assert len(pick) == n                                      # 20 returns: enough information to move y
+    clutter = np.column_stack([xs.ravel()[pick] - truth[0], ys.ravel()[pick] - truth[1]])
+    return np.vstack([wall, clutter])
+
+
 def test_returns_far_inside_an_obstacle_do_not_pull_the_estimate(grid):
     """Objects on a table lie inside its map footprint. With Huber weights alone, a few such returns
     moved a pose along a wall that constrained nothing else (21 cm in a fetch, 2026-11-25); beyond
     ``outlier_distance`` they weigh nothing."""
     truth = (3.0, 0.0, 0.0)
-    wall = raycast(grid, truth, fov=math.radians(30))          # the east wall: y unconstrained
     m = ScanMatcher(grid, LocalizerParams())
-    # clutter: map points 16-25 cm inside an obstacle whose surface pulls along y
-    ys, xs = np.mgrid[-2.0:2.0:0.01, 1.0:3.9:0.01]
-    d = m._bilinear([m.field, m.gy], xs.ravel(), ys.ravel())   # noqa: SLF001 - the test picks points off the field
-    pick = np.flatnonzero((d[0] < -0.16) & (d[0] > -0.25) & (np.abs(d[1]) > 0.9))
-    pick = pick[:20]                                            # 20 returns: enough information to move y
-    assert len(pick) == 20
-    clutter = np.column_stack([xs.ravel()[pick] - truth[0], ys.ravel()[pick] - truth[1]])
-    scan = np.vstack([wall, clutter])
+    scan = wall_and_clutter(grid, truth, 0.16, 0.25)
     pose, _, _ = m.refine(truth, scan)
     assert abs(pose[1] - truth[1]) < 0.01                     # the clutter weighs nothing
     huber_only = ScanMatcher(grid, LocalizerParams(outlier_distance=0.5))
@@ -294,14 +300,7 @@ def test_objects_on_a_table_do_not_slide_a_standing_robot(grid):
     estimate of a robot standing still at the table slid 8-16 cm along it over a lift's seconds, so
     the grasp-pose hint landed on the neighbouring object. At 0.08 (the default) they weigh nothing."""
     truth = (3.0, 0.0, 0.0)
-    wall = raycast(grid, truth, fov=math.radians(30))          # the east wall: y unconstrained
-    m = ScanMatcher(grid, LocalizerParams())
-    ys, xs = np.mgrid[-2.0:2.0:0.01, 1.0:3.9:0.01]
-    d = m._bilinear([m.field, m.gy], xs.ravel(), ys.ravel())   # noqa: SLF001 - the test picks points off the field
-    pick = np.flatnonzero((d[0] < -0.09) & (d[0] > -0.14) & (np.abs(d[1]) > 0.9))[:20]
-    assert len(pick) == 20
-    clutter = np.column_stack([xs.ravel()[pick] - truth[0], ys.ravel()[pick] - truth[1]])
-    scan = np.vstack([wall, clutter])
+    scan = wall_and_clutter(grid, truth, 0.09, 0.14)
     full_view = raycast(grid, truth)                           # localised first from a view of the room
 
     def stand_still(params):
