@@ -192,14 +192,15 @@ def test_a_cube_that_falls_out_on_the_way_is_noticed_and_never_a_success(graph):
 
 
 def test_object_not_found_after_exploring(graph):
-    graph.set_mission(explore_waypoints=[0.0, 0.0, 0.0], look_around_yaws=2)
+    graph.set_mission(explore_waypoints=[0.0, 0.0, 0.0], look_around_yaws=2, support_looks=False)
     try:
         layout = graph.harness.layout(1, HOME_MAP)
         layout = FetchLayout(**{**layout.__dict__, "query": "the purple elephant"})
         result = graph.fetch(layout, timeout_s=120.0)
     finally:
         graph.set_mission(explore_waypoints=MISSION_YAML["explore_waypoints"],
-                          look_around_yaws=MISSION_YAML["look_around_yaws"])
+                          look_around_yaws=MISSION_YAML["look_around_yaws"],
+                          support_looks=MISSION_YAML["support_looks"])
     assert result["code_name"] == "NOT_FOUND", result
     assert "purple elephant" in result["reason"] and "1 waypoint" in result["reason"]
     assert not result["success"]
@@ -209,7 +210,7 @@ def test_send_fetch_cli_prints_feedback_and_exits_with_the_result_code(graph):
     """``python -m rlstack_mission.send_fetch`` as a user runs it: feedback lines while the mission
     works, the result as JSON, exit status 1 for a fetch that ended other than SUCCEEDED (it hung
     for ever before: issue 24)."""
-    graph.set_mission(explore_waypoints=[0.0, 0.0, 0.0], look_around_yaws=2)
+    graph.set_mission(explore_waypoints=[0.0, 0.0, 0.0], look_around_yaws=2, support_looks=False)
     try:
         graph.harness.apply(graph.harness.layout(1, HOME_MAP))
         cli = subprocess.run([sys.executable, "-m", "rlstack_mission.send_fetch", "the purple elephant",
@@ -217,7 +218,8 @@ def test_send_fetch_cli_prints_feedback_and_exits_with_the_result_code(graph):
                              env=graph.processes.env(), capture_output=True, text=True, timeout=200)
     finally:
         graph.set_mission(explore_waypoints=MISSION_YAML["explore_waypoints"],
-                          look_around_yaws=MISSION_YAML["look_around_yaws"])
+                          look_around_yaws=MISSION_YAML["look_around_yaws"],
+                          support_looks=MISSION_YAML["support_looks"])
     assert cli.returncode == 1, f"exit {cli.returncode}\n{cli.stdout}\n{cli.stderr}"
     feedback = [line for line in cli.stdout.splitlines() if line.startswith("[")]
     assert any(line.startswith("[EXPLORE]") for line in feedback), cli.stdout
@@ -236,7 +238,8 @@ def test_object_on_the_floor_is_fetched_in_robot_mode(graph):
     in one fetch). A broken floor grasp fails both; the first try's result is printed either way."""
     layout = graph.harness.layout(2, HOME_MAP)
     layout = FetchLayout(**{**layout.__dict__, "target_pose": (1.2, 0.0, 0.025, 0.3), "table": "floor"})
-    graph.set_mission(explore_waypoints=[0.0, 0.0, 0.0], look_around_yaws=4, floor_grasps=False)
+    graph.set_mission(explore_waypoints=[0.0, 0.0, 0.0], look_around_yaws=4, floor_grasps=False,
+                      support_looks=False)
     tries = []
     try:
         result = graph.fetch(layout, timeout_s=180.0)
@@ -252,7 +255,8 @@ def test_object_on_the_floor_is_fetched_in_robot_mode(graph):
             print(graph.mission_log(30))
     finally:
         graph.set_mission(explore_waypoints=MISSION_YAML["explore_waypoints"],
-                          look_around_yaws=MISSION_YAML["look_around_yaws"], floor_grasps=True)
+                          look_around_yaws=MISSION_YAML["look_around_yaws"], floor_grasps=True,
+                          support_looks=MISSION_YAML["support_looks"])
     assert result["code_name"] == "SUCCEEDED" and result["success"], \
         f"{tries}\n--- graph log ---\n{graph.mission_log()}"
 

@@ -110,7 +110,7 @@ def main(argv=None) -> int:
     p.add_argument("--layouts", type=int, default=20, help="number of seeded layouts (seeds seed-base ...)")
     p.add_argument("--seed-base", type=int, default=0)
     p.add_argument("--out", default=str(ROOT / "out" / "fetch_eval"))
-    p.add_argument("--timeout", type=float, default=400.0, help="per fetch, s")
+    p.add_argument("--timeout", type=float, default=600.0, help="per fetch, s")
     p.add_argument("--ground-truth-grasp", action="store_true",
                    help="the labelled ablation (fetch.launch.yaml robot_mode:=false): grasp on the simulator's live "
                         "pose. By default the robot grasps from perception; the evaluator judges from ground truth")

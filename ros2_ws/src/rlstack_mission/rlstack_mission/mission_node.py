@@ -151,6 +151,16 @@ class MissionNode(Node):
                                   "exploration waypoint tried instead (0: none)", min_value=0, max_value=12),
             waypoint_alternate_distance=d("waypoint_alternate_distance", p.waypoint_alternate_distance,
                                           "Distance of those poses from the waypoint, m", min_value=0.1, max_value=5.0),
+            support_looks=d("support_looks", p.support_looks, "After the waypoints, look at the top of every "
+                            "free-standing support of the static map (table, cabinet, crate) from close by"),
+            support_view_clearance=d("support_view_clearance", p.support_view_clearance, "Base centre to the "
+                                     "support's side when looking at it, m", min_value=0.1, max_value=3.0),
+            support_min_area=d("support_min_area", p.support_min_area, "Smallest support footprint looked at, m^2",
+                               min_value=0.0, max_value=100.0),
+            support_max_area=d("support_max_area", p.support_max_area, "Largest support footprint looked at, m^2",
+                               min_value=0.0, max_value=100.0),
+            support_max_side=d("support_max_side", p.support_max_side, "Longest side of a support looked at, m "
+                               "(walls are longer)", min_value=0.1, max_value=100.0),
             explore_timeout_s=d("explore_timeout_s", p.explore_timeout_s, "Exploration time limit, s",
                                 min_value=1.0, max_value=3600.0),
             max_grasp_attempts=d("max_grasp_attempts", p.max_grasp_attempts, "Grasps tried before GRASP_FAILED",

@@ -12,7 +12,7 @@ from rlstack_mission.fetch import (FetchCode, FetchMission, FetchParams, GraspOu
                                    NavOutcome, Pose2D, best_match, clearance, plan_approaches,
                                    plan_floor_approaches, square_floor_approach, expected_shape_words, look_alike_query,
                                    footprint_mismatch, height_mismatch, too_wide,
-                                   stand_pose_for_drop, wrap_quarter)
+                                   stand_pose_for_drop, support_views, wrap_quarter)
 from rlstack_mission.layouts import TABLES, make_layout, with_floor_objects
 from rlstack_nav.map_io import load_map
 
@@ -189,6 +189,8 @@ class ScriptedRobot:
 
 
 def run(robot, query="the yellow cube", **params):
+    """One fetch with two waypoints; the support looks after them only where a test turns them on."""
+    params.setdefault("support_looks", False)
     p = FetchParams(explore_waypoints=[(1.2, -0.8, 0.0), (3.0, 0.2, 0.0)], **params)
     return FetchMission(robot, p, robot_radius=0.5).run(query, Pose2D(-0.6, 0.0, math.pi))
 
@@ -256,6 +258,83 @@ def test_an_unreachable_waypoint_is_still_looked_from_where_the_robot_stopped(ho
     r = run(robot, waypoint_alternates=2, look_around_yaws=0)
     assert r.code == FetchCode.NOT_FOUND
     assert robot.queries == 1 + 2   # LOCATE, then once per waypoint although the first was never reached
+
+
+def test_support_views_are_the_free_standing_furniture_seen_from_a_long_side(home):
+    """maps/home.yaml: three tables (0.8 x 0.6 m), the crate and the cabinet; not the walls, not the
+    pillar (0.16 m^2, under support_min_area)."""
+    mask, res, origin = home
+    views = support_views(mask, res, origin, FetchParams(), 0.5, near=(0.0, 0.0))
+    centres = sorted((round(v.x, 1), round(v.y, 1)) for v in views)
+    assert centres == [(-3.0, -0.8), (-2.5, 2.7), (-2.0, -2.2), (0.8, 2.4), (2.6, -2.0)]
+    for v in views:
+        for pose in v.poses:
+            assert clearance(mask, res, origin, pose.x, pose.y, 0.5)
+            # facing the support's centre
+            assert math.cos(pose.yaw - math.atan2(v.y - pose.y, v.x - pose.x)) > math.cos(0.01)
+    table_1 = next(v for v in views if v.x > 2)
+    # its south side is too close to the wall; the north side (a long one) comes first
+    assert (table_1.poses[0].x, table_1.poses[0].y) == pytest.approx((2.6, -1.7 + 0.62), abs=1e-6)
+    assert table_1.poses[0].yaw == pytest.approx(-math.pi / 2)
+    # a tour: nearest first from the robot, then nearest to the last
+    first = views[0].poses[0]
+    assert all(math.hypot(first.x, first.y) <= math.hypot(v.poses[0].x, v.poses[0].y) for v in views)
+    # a smaller threshold takes the pillar in too
+    assert len(support_views(mask, res, origin, FetchParams(support_min_area=0.1), 0.5, (0.0, 0.0))) == 6
+
+
+class NamedFromCloseBy(ScriptedRobot):
+    """The map names the yellow cube on table_1 (2.6, -1.85) only while the robot stands within 1.3 m
+    of it (a 5 cm toy brick seen from 2 m is not named)."""
+
+    def query(self, text):
+        self._tick("query")
+        self.queries += 1
+        if math.hypot(self.pose.x - 2.6, self.pose.y + 1.85) < 1.3:
+            return [Match(7, "yellow cube", 2.6, -1.85, 0.525, 0.95)]
+        return []
+
+
+def test_a_small_object_named_only_from_close_by_is_found_by_looking_at_the_tables(home):
+    """Fetch of a toy brick, 2026-11-27: the waypoints, 1.5-3 m from the tables, never got it named."""
+    robot = NamedFromCloseBy(home)
+    r = run(robot, support_looks=False)
+    assert r.code == FetchCode.NOT_FOUND
+
+    robot = NamedFromCloseBy(home)
+    goals = []
+    navigate = robot.navigate
+    robot.navigate = lambda pose: (goals.append(pose), navigate(pose))[1]
+    r = run(robot, support_looks=True)
+    assert r.code == FetchCode.SUCCEEDED, r.reason
+    assert any("looking at support" in d for d in robot.details)
+    # found from table_1's north side, the last look before the staging pose
+    views = [g for g in goals if any(abs(g.x - x) < 1e-6 and abs(g.y - y) < 1e-6 for x, y in [(2.6, -1.08)])]
+    assert views, goals
+
+
+def test_a_support_no_pose_of_which_is_reached_is_passed_over(home):
+    # the waypoints are reached; the first support of the tour from (3.0, 0.2) is table_1, whose two
+    # free poses both fail (something on the floor there): it is passed over, the other four are looked at
+    robot = NamedFromCloseBy(home, nav_fails=[False, False, True, True])
+    r = run(robot, support_looks=True)
+    assert r.code == FetchCode.NOT_FOUND
+    assert any("support 1 passed over: no pose beside it reached (BLOCKED" in d for d in robot.details)
+    assert sum("looking at support" in d for d in robot.details) == 5
+
+
+def test_support_looks_stop_at_the_exploration_deadline(home):
+    robot = ScriptedRobot(home, found_after_queries=10**6)
+    t = [0.0]
+
+    def clock():
+        t[0] += 10.0     # every look at the clock: 10 s later
+        return t[0]
+
+    p = FetchParams(explore_waypoints=[(1.2, -0.8, 0.0)], explore_timeout_s=35.0, look_around_yaws=0)
+    r = FetchMission(robot, p, robot_radius=0.5, clock=clock).run("the purple elephant", Pose2D(-0.6, 0.0, math.pi))
+    assert r.code == FetchCode.NOT_FOUND
+    assert 1 <= sum("looking at support" in d for d in robot.details) < 5
 
 
 def test_not_found_after_exploring_every_waypoint(home):
