@@ -188,7 +188,7 @@ class FetchParams:
     support_min_area: float = 0.2           # ... a support's footprint is at least this (m^2; a pillar is less)
     support_max_area: float = 2.0           # ... and at most this (m^2)
     support_max_side: float = 2.5           # ... and no side longer than this (m; walls are longer)
-    explore_timeout_s: float = 300.0        # give up exploring after this long (s)
+    explore_timeout_s: float = 360.0        # give up exploring after this long (s)
     max_grasp_attempts: int = 3             # grasps tried before GRASP_FAILED
     staging_alternates: int = 2             # a staging pose navigation cannot reach: this many slanted ones of its side tried
     staging_alternate_spacing: float = 0.3  # ... each at least this far from the others (m)
