@@ -500,7 +500,7 @@ def support_views(mask: np.ndarray, resolution: float, origin: Tuple[float, floa
     """
     from scipy import ndimage
 
-    labels, n = ndimage.label(mask, structure=np.ones((3, 3), bool))
+    labels, _ = ndimage.label(mask, structure=np.ones((3, 3), bool))
     supports: List[SupportView] = []
     for i, box in enumerate(ndimage.find_objects(labels), start=1):
         rows, cols = box
@@ -880,7 +880,7 @@ class FetchMission:
         status = self.ports.map_status()
         raise MissionAborted(FetchCode.NOT_FOUND,
                              f"nothing in the semantic map matched '{query}' with score >= {self.p.min_match_score:g} "
-                             f"after exploring {len(waypoints)} waypoint(s) ({seen}"
+                             f"after exploring {len(waypoints)} waypoint(s){self._supports_looked()} ({seen}"
                              f"{'; the map: ' + status if status else ''})")
 
     def _look_at_supports(self, query: str, avoid: Sequence[Match], deadline: float) -> Optional[Match]:
@@ -916,6 +916,12 @@ class FetchMission:
             if found is not None:
                 return found
         return None
+
+    def _supports_looked(self) -> str:
+        """' and N of M support(s) looked at' for a NOT_FOUND reason ('' when none were planned)."""
+        if not self._supports:
+            return ""
+        return f" and {self._next_support} of {len(self._supports)} support(s)"
 
     def _ask(self, query: str, avoid: Sequence[Match]) -> Optional[Match]:
         """The map's best match of ``query`` at or above ``min_match_score`` (none near ``avoid``); the

@@ -321,6 +321,7 @@ def test_a_support_no_pose_of_which_is_reached_is_passed_over(home):
     assert r.code == FetchCode.NOT_FOUND
     assert any("support 1 passed over: no pose beside it reached (BLOCKED" in d for d in robot.details)
     assert sum("looking at support" in d for d in robot.details) == 5
+    assert "after exploring 2 waypoint(s) and 5 of 5 support(s)" in r.reason
 
 
 def test_support_looks_stop_at_the_exploration_deadline(home):
