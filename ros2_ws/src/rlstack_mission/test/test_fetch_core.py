@@ -324,6 +324,24 @@ def test_a_support_no_pose_of_which_is_reached_is_passed_over(home):
     assert "after exploring 2 waypoint(s) and 5 of 5 support(s)" in r.reason
 
 
+def test_a_support_pose_the_sensors_see_blocked_is_not_driven_to(home):
+    """Objects on the floor beside table_1's north side: the robot does not drive there (navigation
+    would refuse it on arrival); its west side is looked from instead."""
+    robot = NamedFromCloseBy(home)
+    mask, res, origin = home
+    sensed = np.zeros_like(mask)
+    row, col = int((-1.08 + 0.2 - origin[1]) / res), int((2.6 - origin[0]) / res)
+    sensed[row - 2:row + 2, col - 2:col + 2] = True          # 0.2 m north of the north pose
+    robot.sensed = sensed
+    goals = []
+    navigate = robot.navigate
+    robot.navigate = lambda pose: (goals.append(pose), navigate(pose))[1]
+    r = run(robot, support_looks=True)
+    assert r.code == FetchCode.SUCCEEDED, r.reason
+    assert not any(abs(g.x - 2.6) < 1e-6 and abs(g.y + 1.08) < 1e-6 for g in goals)
+    assert any(abs(g.x - 1.58) < 1e-6 and abs(g.y + 2.0) < 1e-6 for g in goals)   # the west side
+
+
 def test_support_looks_stop_at_the_exploration_deadline(home):
     robot = ScriptedRobot(home, found_after_queries=10**6)
     t = [0.0]
