@@ -478,8 +478,6 @@ class SupportView:
 
     x: float                   # centre of its footprint on the map (m)
     y: float
-    size_x: float              # footprint's extent (m)
-    size_y: float
     poses: Tuple[Pose2D, ...]  # free poses facing it, ``support_view_clearance`` out from a side
 
 
@@ -522,7 +520,7 @@ def support_views(mask: np.ndarray, resolution: float, origin: Tuple[float, floa
         if not free:
             continue
         free.sort(key=lambda pl: (not pl[1], math.hypot(pl[0].x - near[0], pl[0].y - near[1])))
-        supports.append(SupportView(cx, cy, sx, sy, tuple(p for p, _ in free)))
+        supports.append(SupportView(cx, cy, tuple(p for p, _ in free)))
     tour: List[SupportView] = []
     at = near
     while supports:

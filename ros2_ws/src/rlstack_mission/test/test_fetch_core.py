@@ -188,6 +188,14 @@ class ScriptedRobot:
         self.details.append(detail)
 
 
+def record_goals(robot):
+    """The navigation goals ``robot`` is given from now on, in order (a list filled as it goes)."""
+    goals = []
+    navigate = robot.navigate
+    robot.navigate = lambda pose: (goals.append(pose), navigate(pose))[1]
+    return goals
+
+
 def run(robot, query="the yellow cube", **params):
     """One fetch with two waypoints; the support looks after them only where a test turns them on."""
     params.setdefault("support_looks", False)
@@ -219,9 +227,7 @@ def test_explores_until_found(home):
 def test_a_blocked_waypoint_is_replaced_by_a_free_pose_beside_it(home):
     # the first waypoint (1.2, -0.8) cannot be reached, nor the first pose beside it; the second one can
     robot = ScriptedRobot(home, found_after_queries=1, nav_fails=[True, True, False])
-    goals = []
-    navigate = robot.navigate
-    robot.navigate = lambda pose: (goals.append(pose), navigate(pose))[1]
+    goals = record_goals(robot)
     r = run(robot, waypoint_alternates=2, waypoint_alternate_distance=0.8, look_around_yaws=0)
     assert r.code == FetchCode.SUCCEEDED
     first, alt1, alt2 = goals[:3]
@@ -236,9 +242,7 @@ def test_a_blocked_staging_pose_is_replaced_by_a_slanted_one_of_the_same_side(ho
     """Seed 19 of the evaluation: objects on the floor stood on the one staging pose of table_3's west
     side. The same side at a slant, free on the static map, must be tried before giving up."""
     robot = ScriptedRobot(home, nav_fails=[True, True, False])   # the primary staging pose fails twice
-    goals = []
-    navigate = robot.navigate
-    robot.navigate = lambda pose: (goals.append(pose), navigate(pose))[1]
+    goals = record_goals(robot)
     r = run(robot, max_nav_attempts=2, staging_alternates=2, staging_alternate_spacing=0.3)
     assert r.code == FetchCode.SUCCEEDED, r.reason
     primary, again, alternate = goals[:3]
@@ -302,9 +306,7 @@ def test_a_small_object_named_only_from_close_by_is_found_by_looking_at_the_tabl
     assert r.code == FetchCode.NOT_FOUND
 
     robot = NamedFromCloseBy(home)
-    goals = []
-    navigate = robot.navigate
-    robot.navigate = lambda pose: (goals.append(pose), navigate(pose))[1]
+    goals = record_goals(robot)
     r = run(robot, support_looks=True)
     assert r.code == FetchCode.SUCCEEDED, r.reason
     assert any("looking at support" in d for d in robot.details)
@@ -333,9 +335,7 @@ def test_a_support_pose_the_sensors_see_blocked_is_not_driven_to(home):
     row, col = int((-1.08 + 0.2 - origin[1]) / res), int((2.6 - origin[0]) / res)
     sensed[row - 2:row + 2, col - 2:col + 2] = True          # 0.2 m north of the north pose
     robot.sensed = sensed
-    goals = []
-    navigate = robot.navigate
-    robot.navigate = lambda pose: (goals.append(pose), navigate(pose))[1]
+    goals = record_goals(robot)
     r = run(robot, support_looks=True)
     assert r.code == FetchCode.SUCCEEDED, r.reason
     assert not any(abs(g.x - 2.6) < 1e-6 and abs(g.y + 1.08) < 1e-6 for g in goals)
@@ -420,9 +420,7 @@ def test_a_cube_turned_45_deg_is_approached_again_square_to_a_face(home):
     cube_yaw = math.radians(40.0)
     seen = GraspOutcome(True, xy=(1.0, 0.0), yaw=cube_yaw)
     robot = ScriptedRobot(home, estimates=[seen, seen])
-    goals = []
-    navigate = robot.navigate
-    robot.navigate = lambda pose: (goals.append(pose), navigate(pose))[1]
+    goals = record_goals(robot)
     robot.query = lambda text: [Match(1, "yellow cube", 1.0, 0.0, 0.025, 0.97)]
     r = run(robot)
     assert r.code == FetchCode.SUCCEEDED, r.reason
