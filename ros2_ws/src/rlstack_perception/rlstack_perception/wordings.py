@@ -36,6 +36,9 @@ HELDOUT_KINDS_FILE = HELDOUT_FILE.with_name("heldout_kinds.json")
 #: a fourth, of object words (and fillers, absent kinds) in no other list, written before the fifteenth
 #: session's grounding of unseen nouns (columns prefixed "unseen_")
 HELDOUT_UNSEEN_FILE = HELDOUT_FILE.with_name("heldout_unseen.json")
+#: a fifth, of everyday wordings and household absent kinds, written before the nineteenth session's
+#: changes (columns prefixed "fifth_")
+HELDOUT_FIFTH_FILE = HELDOUT_FILE.with_name("heldout_fifth.json")
 #: absent kinds of the first two held-out sets that are kinds of the vocabulary now (``KINDS``):
 #: their queries name that kind (at map level they are still absent wherever no such object is)
 NOW_PRESENT_KINDS = {"mug": "mug", "teddy bear": "teddy", "duck": "duck"}
@@ -214,11 +217,13 @@ def heldout_queries(path: Path = HELDOUT_FILE, prefix: str = "") -> List[Query]:
 
 def all_heldout_queries(kinds: bool = True) -> List[Query]:
     """The held-out sets: ``heldout.json`` (columns as named), ``heldout_fresh.json`` ("fresh_...") and,
-    with ``kinds``, ``heldout_kinds.json`` ("kinds_...") and ``heldout_unseen.json`` ("unseen_...")."""
+    with ``kinds``, ``heldout_kinds.json`` ("kinds_..."), ``heldout_unseen.json`` ("unseen_...") and
+    ``heldout_fifth.json`` ("fifth_...")."""
     out = heldout_queries() + heldout_queries(HELDOUT_FRESH_FILE, "fresh_")
     if not kinds:
         return out
-    return out + heldout_queries(HELDOUT_KINDS_FILE, "kinds_") + heldout_queries(HELDOUT_UNSEEN_FILE, "unseen_")
+    return (out + heldout_queries(HELDOUT_KINDS_FILE, "kinds_") + heldout_queries(HELDOUT_UNSEEN_FILE, "unseen_")
+            + heldout_queries(HELDOUT_FIFTH_FILE, "fifth_"))
 
 
 def is_absent(column: str) -> bool:

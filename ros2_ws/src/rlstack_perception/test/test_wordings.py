@@ -33,12 +33,14 @@ def test_heldout_columns_and_sizes():
 KINDS_PHRASES = ("please locate", "where's that", "gone", "bring over", "when you can", "i think i left",
                  "could the robot")
 UNSEEN_PHRASES = ("toss me", "i'm after", "any idea", "lemme", "that's", "go on,", "whatsit", "doodad")
+FIFTH_PHRASES = ("can i get", "i'd love", "could i have", "where is it", "bring back", "and bring it here",
+                 "the one that is", "thingamajig", "knick-knack")
 FRESH_PHRASES = ("can you", "i'd like", "which is", "if you would", "anywhere around", "end up", "fetch me that",
                  "from there", "thingy", "gizmo")
 
 
-@pytest.mark.parametrize("path", [w.HELDOUT_FILE, w.HELDOUT_FRESH_FILE, w.HELDOUT_KINDS_FILE, w.HELDOUT_UNSEEN_FILE],
-                         ids=["heldout", "fresh", "kinds", "unseen"])
+@pytest.mark.parametrize("path", [w.HELDOUT_FILE, w.HELDOUT_FRESH_FILE, w.HELDOUT_KINDS_FILE, w.HELDOUT_UNSEEN_FILE,
+                                  w.HELDOUT_FIFTH_FILE], ids=["heldout", "fresh", "kinds", "unseen", "fifth"])
 def test_heldout_words_never_in_training(path):
     h = w.load_heldout(path)
     texts = _train_texts()
@@ -50,7 +52,8 @@ def test_heldout_words_never_in_training(path):
     held_words += h["absent"]["colours"] + [k for k in h["absent"]["kinds"] if k not in KINDS]
     held_words += {w.HELDOUT_FILE: ["toy", "plaything"], w.HELDOUT_FRESH_FILE: ["thingy", "gizmo", "yo"],
                    w.HELDOUT_KINDS_FILE: ["soft toy", "dishware", "container"],
-                   w.HELDOUT_UNSEEN_FILE: ["whatsit", "doodad"]}[path]
+                   w.HELDOUT_UNSEEN_FILE: ["whatsit", "doodad"],
+                   w.HELDOUT_FIFTH_FILE: ["thingamajig", "knick-knack"]}[path]
     for word in held_words:
         if " " in word:
             assert word.lower() not in joined, word
@@ -74,9 +77,9 @@ def test_heldout_fillers_templates_and_queries_never_in_training():
     held_t = set(h["colour_synonym_templates"]) | set(h["paraphrase_templates"]) | set(h["absent"]["templates"])
     held_t -= {"the {c} {s}", "a {c} {s}"}  # the bare forms are not a wording trick
     assert not held_t & set(w.TRAIN_TEMPLATES)
-    for phrase in FRESH_PHRASES + KINDS_PHRASES + UNSEEN_PHRASES:
+    for phrase in FRESH_PHRASES + KINDS_PHRASES + UNSEEN_PHRASES + FIFTH_PHRASES:
         assert phrase not in joined, phrase
-    for path in (w.HELDOUT_FRESH_FILE, w.HELDOUT_KINDS_FILE, w.HELDOUT_UNSEEN_FILE):
+    for path in (w.HELDOUT_FRESH_FILE, w.HELDOUT_KINDS_FILE, w.HELDOUT_UNSEEN_FILE, w.HELDOUT_FIFTH_FILE):
         other = w.load_heldout(path)
         other_t = set(other["colour_synonym_templates"]) | set(other["paraphrase_templates"]) | set(other["absent"]["templates"])
         assert not (other_t - {"the {c} {s}", "a {c} {s}"}) & set(w.TRAIN_TEMPLATES)
@@ -84,7 +87,8 @@ def test_heldout_fillers_templates_and_queries_never_in_training():
     qs = w.all_heldout_queries()
     assert {q.column for q in qs} >= {"fresh_paraphrases", "fresh_absent", "fresh_colour_synonyms",
                                       "kinds_paraphrases", "kinds_absent", "kinds_category",
-                                      "unseen_paraphrases", "unseen_absent", "unseen_colour_synonyms", "unseen_category"}
+                                      "unseen_paraphrases", "unseen_absent", "unseen_colour_synonyms", "unseen_category",
+                                      "fifth_paraphrases", "fifth_absent", "fifth_colour_synonyms", "fifth_category"}
     for q in qs:
         if q.column != "trained":
             assert q.text not in train_set, q.text
@@ -145,3 +149,26 @@ def test_unseen_set_words_are_new_to_training_and_every_other_set():
     cols = w.columns(w.heldout_queries(w.HELDOUT_UNSEEN_FILE, "unseen_"))
     assert {"unseen_paraphrases", "unseen_colour_synonyms", "unseen_combined", "unseen_category", "unseen_absent"} <= set(cols)
     assert all(q.labels == () for q in cols["unseen_absent"])
+
+
+def test_fifth_set_items_are_in_no_training_list_and_no_other_set():
+    """heldout_fifth.json (nineteenth session): everyday wordings, so compounds of known words are allowed
+    ("soup can", "coffee cup"), but no item is an item of a training list or of another held-out set, a
+    one-word item is no word of another set's items, and its templates are in no other set."""
+    h = w.load_heldout(w.HELDOUT_FIFTH_FILE)
+    others = [w.load_heldout(p) for p in (w.HELDOUT_FILE, w.HELDOUT_FRESH_FILE, w.HELDOUT_KINDS_FILE,
+                                          w.HELDOUT_UNSEEN_FILE)]
+    train_items = [x for v in w.TRAIN_COLOURS.values() for x in v] + [x for v in w.TRAIN_KINDS.values() for x in v]
+    train_items += list(w.TRAIN_ABSENT_COLOURS) + list(w.TRAIN_ABSENT_KINDS) + list(w.TRAIN_CATEGORY)
+    other_items = [x for o in others for x in _items(o)]
+    other_tokens = set().union(*(_tokens(x) for x in other_items))
+    for word in _items(h):
+        assert word not in train_items and word not in other_items, word
+        assert " " in word or word not in other_tokens, word
+    mine = set(h["colour_synonym_templates"]) | set(h["paraphrase_templates"]) | set(h["absent"]["templates"])
+    for o in others:
+        other_t = set(o["colour_synonym_templates"]) | set(o["paraphrase_templates"]) | set(o["absent"]["templates"])
+        assert not (mine - {"the {c} {s}"}) & other_t
+    cols = w.columns(w.heldout_queries(w.HELDOUT_FIFTH_FILE, "fifth_"))
+    assert {"fifth_paraphrases", "fifth_colour_synonyms", "fifth_combined", "fifth_category", "fifth_absent"} <= set(cols)
+    assert all(q.labels == () for q in cols["fifth_absent"])
