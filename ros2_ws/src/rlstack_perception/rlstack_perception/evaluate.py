@@ -150,6 +150,8 @@ def rescore(maps_dir, pipeline_factory=None) -> dict:
     per_scene = {}
     for f in sorted(Path(maps_dir).glob("*.json")):
         doc = json.loads(f.read_text())
+        if not isinstance(doc, dict) or "scene" not in doc or "truth" not in doc:
+            continue   # not a saved map (e.g. the evaluation's own --json written into the same folder)
         acc = per_scene.setdefault(doc["scene"], ({"trained": [0, 0], "unseen": [0, 0]},
                                                   {"trained": 0, "unseen": 0}, {}, []))
         pipe.map.load(f)

@@ -52,6 +52,18 @@ def test_colour_words_through_the_survey():
     assert rule.compat("a magenta ball").tolist() == [0, 0, 0, 0]
 
 
+def test_cyan_hues_are_not_ours_and_greens_blues_stay():
+    """The cyan hue region has an absent anchor ("aqua", nineteenth session): a turquoise or aqua thing is
+    not one of our four colours, while green and blue names beside that region keep their colour (the
+    anchors "teal" and "dark teal" had taken jade, jungle green and steel blue)."""
+    rule = ColourRule.default()
+    for word in ("aqua", "turquoise", "aquamarine"):
+        assert rule.classify(find_colour(word)[1])[0] is None, word
+    for word, colour in (("jade", "green"), ("jungle green", "green"), ("emerald", "green"),
+                         ("steel blue", "blue"), ("navy", "blue"), ("sky blue", "blue")):
+        assert rule.classify(find_colour(word)[1])[0] == colour, word
+
+
 def test_map_label_scores_threshold_and_colocated_pooling():
     protos = np.eye(len(LABELS), 16, dtype=np.float32)
     m = SemanticMapCore(MapConfig(colocated_m=0.03), LABELS, protos)
