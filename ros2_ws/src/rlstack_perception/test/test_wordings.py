@@ -35,12 +35,15 @@ KINDS_PHRASES = ("please locate", "where's that", "gone", "bring over", "when yo
 UNSEEN_PHRASES = ("toss me", "i'm after", "any idea", "lemme", "that's", "go on,", "whatsit", "doodad")
 FIFTH_PHRASES = ("can i get", "i'd love", "could i have", "where is it", "bring back", "and bring it here",
                  "the one that is", "thingamajig", "knick-knack")
+SIXTH_PHRASES = ("i need you to", "where has the", "got to", "have you seen", "please, robot", "go grab",
+                 "that's coloured", "doohickey", "widget")
 FRESH_PHRASES = ("can you", "i'd like", "which is", "if you would", "anywhere around", "end up", "fetch me that",
                  "from there", "thingy", "gizmo")
 
 
 @pytest.mark.parametrize("path", [w.HELDOUT_FILE, w.HELDOUT_FRESH_FILE, w.HELDOUT_KINDS_FILE, w.HELDOUT_UNSEEN_FILE,
-                                  w.HELDOUT_FIFTH_FILE], ids=["heldout", "fresh", "kinds", "unseen", "fifth"])
+                                  w.HELDOUT_FIFTH_FILE, w.HELDOUT_SIXTH_FILE],
+                         ids=["heldout", "fresh", "kinds", "unseen", "fifth", "sixth"])
 def test_heldout_words_never_in_training(path):
     h = w.load_heldout(path)
     texts = _train_texts()
@@ -53,7 +56,8 @@ def test_heldout_words_never_in_training(path):
     held_words += {w.HELDOUT_FILE: ["toy", "plaything"], w.HELDOUT_FRESH_FILE: ["thingy", "gizmo", "yo"],
                    w.HELDOUT_KINDS_FILE: ["soft toy", "dishware", "container"],
                    w.HELDOUT_UNSEEN_FILE: ["whatsit", "doodad"],
-                   w.HELDOUT_FIFTH_FILE: ["thingamajig", "knick-knack"]}[path]
+                   w.HELDOUT_FIFTH_FILE: ["thingamajig", "knick-knack"],
+                   w.HELDOUT_SIXTH_FILE: ["doohickey", "widget"]}[path]
     for word in held_words:
         if " " in word:
             assert word.lower() not in joined, word
@@ -77,9 +81,10 @@ def test_heldout_fillers_templates_and_queries_never_in_training():
     held_t = set(h["colour_synonym_templates"]) | set(h["paraphrase_templates"]) | set(h["absent"]["templates"])
     held_t -= {"the {c} {s}", "a {c} {s}"}  # the bare forms are not a wording trick
     assert not held_t & set(w.TRAIN_TEMPLATES)
-    for phrase in FRESH_PHRASES + KINDS_PHRASES + UNSEEN_PHRASES + FIFTH_PHRASES:
+    for phrase in FRESH_PHRASES + KINDS_PHRASES + UNSEEN_PHRASES + FIFTH_PHRASES + SIXTH_PHRASES:
         assert phrase not in joined, phrase
-    for path in (w.HELDOUT_FRESH_FILE, w.HELDOUT_KINDS_FILE, w.HELDOUT_UNSEEN_FILE, w.HELDOUT_FIFTH_FILE):
+    for path in (w.HELDOUT_FRESH_FILE, w.HELDOUT_KINDS_FILE, w.HELDOUT_UNSEEN_FILE, w.HELDOUT_FIFTH_FILE,
+                 w.HELDOUT_SIXTH_FILE):
         other = w.load_heldout(path)
         other_t = set(other["colour_synonym_templates"]) | set(other["paraphrase_templates"]) | set(other["absent"]["templates"])
         assert not (other_t - {"the {c} {s}", "a {c} {s}"}) & set(w.TRAIN_TEMPLATES)
@@ -88,7 +93,8 @@ def test_heldout_fillers_templates_and_queries_never_in_training():
     assert {q.column for q in qs} >= {"fresh_paraphrases", "fresh_absent", "fresh_colour_synonyms",
                                       "kinds_paraphrases", "kinds_absent", "kinds_category",
                                       "unseen_paraphrases", "unseen_absent", "unseen_colour_synonyms", "unseen_category",
-                                      "fifth_paraphrases", "fifth_absent", "fifth_colour_synonyms", "fifth_category"}
+                                      "fifth_paraphrases", "fifth_absent", "fifth_colour_synonyms", "fifth_category",
+                                      "sixth_paraphrases", "sixth_absent", "sixth_colour_synonyms", "sixth_category"}
     for q in qs:
         if q.column != "trained":
             assert q.text not in train_set, q.text
@@ -151,13 +157,16 @@ def test_unseen_set_words_are_new_to_training_and_every_other_set():
     assert all(q.labels == () for q in cols["unseen_absent"])
 
 
-def test_fifth_set_items_are_in_no_training_list_and_no_other_set():
-    """heldout_fifth.json (nineteenth session): everyday wordings, so compounds of known words are allowed
-    ("soup can", "coffee cup"), but no item is an item of a training list or of another held-out set, a
-    one-word item is no word of another set's items, and its templates are in no other set."""
-    h = w.load_heldout(w.HELDOUT_FIFTH_FILE)
+@pytest.mark.parametrize("path", [w.HELDOUT_FIFTH_FILE, w.HELDOUT_SIXTH_FILE], ids=["fifth", "sixth"])
+def test_everyday_sets_items_are_in_no_training_list_and_no_other_set(path):
+    """heldout_fifth.json and heldout_sixth.json (nineteenth session): everyday wordings, so compounds of known
+    words are allowed ("soup can", "tin can"), but no item is an item of a training list or of another held-out
+    set, a one-word item is no word of another set's items, and its templates are in no other set."""
+    h = w.load_heldout(path)
+    prefix = {w.HELDOUT_FIFTH_FILE: "fifth_", w.HELDOUT_SIXTH_FILE: "sixth_"}[path]
     others = [w.load_heldout(p) for p in (w.HELDOUT_FILE, w.HELDOUT_FRESH_FILE, w.HELDOUT_KINDS_FILE,
-                                          w.HELDOUT_UNSEEN_FILE)]
+                                          w.HELDOUT_UNSEEN_FILE, w.HELDOUT_FIFTH_FILE, w.HELDOUT_SIXTH_FILE)
+              if p != path]
     train_items = [x for v in w.TRAIN_COLOURS.values() for x in v] + [x for v in w.TRAIN_KINDS.values() for x in v]
     train_items += list(w.TRAIN_ABSENT_COLOURS) + list(w.TRAIN_ABSENT_KINDS) + list(w.TRAIN_CATEGORY)
     other_items = [x for o in others for x in _items(o)]
@@ -169,6 +178,6 @@ def test_fifth_set_items_are_in_no_training_list_and_no_other_set():
     for o in others:
         other_t = set(o["colour_synonym_templates"]) | set(o["paraphrase_templates"]) | set(o["absent"]["templates"])
         assert not (mine - {"the {c} {s}"}) & other_t
-    cols = w.columns(w.heldout_queries(w.HELDOUT_FIFTH_FILE, "fifth_"))
-    assert {"fifth_paraphrases", "fifth_colour_synonyms", "fifth_combined", "fifth_category", "fifth_absent"} <= set(cols)
-    assert all(q.labels == () for q in cols["fifth_absent"])
+    cols = w.columns(w.heldout_queries(path, prefix))
+    assert {prefix + c for c in ("paraphrases", "colour_synonyms", "combined", "category", "absent")} <= set(cols)
+    assert all(q.labels == () for q in cols[prefix + "absent"])
