@@ -231,6 +231,10 @@ class NounLexicon:
             self.units[w] = ("absent", "") if v == ABSENT else ("kind", v)
         for w, v in shape_table.items():
             self.units.setdefault(_norm(w), ("kind", v))
+        # shape words that are no noun of the table are adjectives ("spherical", "cube shaped"): as a modifier
+        # one says what shape the head is ("spherical toy"), where a noun modifier names another thing
+        # ("ball pump")
+        self.adjectives = {_norm(w) for w in shape_table} - {_norm(w) for w in table["words"]} - set(table["nouns"])
         for w in absent:
             self.units[_norm(w)] = ("absent", "")
         for k, ws in train_kinds.items():
@@ -310,11 +314,16 @@ class NounLexicon:
         if not run:
             return None
         _w, typ, val = run[-1]
-        mods = tuple(dict.fromkeys(v for _w2, t, v in run[:-1] if t in ("train", "kind") and v != val))
+        adjective = tuple(dict.fromkeys(v for w2, t, v in run[:-1] if t == "kind" and w2 in self.adjectives))
+        mods = tuple(dict.fromkeys(v for w2, t, v in run[:-1]
+                                   if t in ("train", "kind") and v != val and w2 not in self.adjectives))
         if typ == "kind":
             return "kind", val, mods
         if typ == "absent":
             return "absent", "", ()
+        if typ == "noun" and len(adjective) == 1:
+            # "spherical toy": a thing of that shape (a head noun the table does not ground says no more)
+            return "kind", adjective[0], tuple(m for m in mods if m != adjective[0])
         if typ == "noun" and mods:
             return "not_modifiers", "", mods
         return None

@@ -40,6 +40,12 @@ def test_head_noun_decides_compounds(lex):
     assert lex.decide("the green bath duck") is None
     # WordNet's own compounds are one noun
     assert lex.decide("the red teddy bear") == ("kind", "teddy", ())
+    # a shape adjective before a noun the table does not ground says what shape the thing is; a noun
+    # modifier names another thing ("cup holder" above)
+    assert "spherical" in lex.adjectives and "globe" not in lex.adjectives and "tube" not in lex.adjectives
+    assert lex.decide("the red spherical toy") == ("kind", "ball", ())
+    assert lex.decide("the cube shaped gadget") == ("kind", "cube", ())
+    assert lex.decide("the spherical lamp") == ("absent", "", ())
 
 
 def test_object_phrase_ends_at_locations_clauses_and_modal_verbs(lex):
