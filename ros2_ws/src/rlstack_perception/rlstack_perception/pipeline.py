@@ -20,6 +20,7 @@ import numpy as np
 from rlstack_perception.embed import LABELS, Embedder, TextEncoder
 from rlstack_perception.frame import Frame
 from rlstack_perception.localise import localise
+from rlstack_perception.query_text import canonical_query
 from rlstack_perception.segment import (DepthPlaneSegmenter, FilterConfig, Segment, Segmenter, filter_segments,
                                         height_above_support, support_levels)
 from rlstack_perception.semantic_map import Detection, MapConfig, SemanticMapCore
@@ -139,7 +140,11 @@ class Pipeline:
     def query(self, text: str, max_results: int = 0, min_score: float = -1.0, threshold: bool = True):
         """Ranked (MapObject, score) at or above ``max(min_score, match_threshold)``; [] = "not here".
 
-        ``threshold=False`` ranks without ``match_threshold`` (evaluation of the ranking alone)."""
+        ``threshold=False`` ranks without ``match_threshold`` (evaluation of the ranking alone). The text is
+        first put in the form the query side reads best (:func:`~rlstack_perception.query_text.canonical_query`:
+        "the can, the blue one" -> "the blue can"; with the query head also "the cranberry cube" -> "the ruby
+        cube")."""
+        text = self.query_head.canonical(text) if self.query_head is not None else canonical_query(text)
         e = self.text.encode([text])[0]
         floor = max(float(min_score), self.match_threshold) if threshold else float(min_score)
         if self.query_head is not None:

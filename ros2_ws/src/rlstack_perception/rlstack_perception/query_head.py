@@ -57,6 +57,8 @@ class QueryHead:
 
             self.colour_rule = ColourRule.default()
             self._not_colours = tuple(w for ws in W.TRAIN_SHAPES.values() for w in ws) + W.TRAIN_CATEGORY
+            #: names of things, for query_text.anchor_colour: a colour name inside one is not a colour
+            self._thing_phrases = self._not_colours + W.TRAIN_ABSENT_KINDS
         if not self.path.is_file():
             raise FileNotFoundError(f"query head weights not found: {self.path} (train with "
                                     "python -m rlstack_perception.train_query_head)")
@@ -82,6 +84,15 @@ class QueryHead:
             from rlstack_perception.noun_words import NounRule
 
             self.noun_rule = NounRule(kinds=self.kinds)
+
+    def canonical(self, text: str) -> str:
+        """The wording this head reads best (:func:`~rlstack_perception.query_text.canonical_query`):
+        embed this, and score it with :meth:`label_scores`. A no-op on every training wording."""
+        from rlstack_perception.query_text import canonical_query
+
+        if self.colour_rule is None:
+            return canonical_query(text)
+        return canonical_query(text, self.colour_rule, self._thing_phrases)
 
     def compat(self, text_embeddings: np.ndarray) -> np.ndarray:
         """(N, colours + kinds) in [0, 1]: colours (``COLOURS``) then the head's ``kinds``."""

@@ -33,6 +33,7 @@ import numpy as np
 
 from rlstack_perception import wordings as W
 from rlstack_perception.embed import ALL_LABELS, COLOURS, KINDS, WEIGHTS_DIR, TextEncoder
+from rlstack_perception.query_text import canonical_query
 
 #: the labels the head is trained and scored on: colour x every kind
 LABELS = ALL_LABELS
@@ -55,6 +56,20 @@ def embed_texts(text: TextEncoder, texts: Sequence[str], cache_path: Path) -> Di
         keys = list(cache)
         np.savez_compressed(cache_path, texts=np.array(keys), emb=np.stack([cache[k] for k in keys]))
     return cache
+
+
+def canonical_heldout(colour_words: bool = True) -> List[W.Query]:
+    """The held-out queries as the query side reads them (:func:`query_text.canonical_query`, as
+    ``QueryHead.canonical`` and ``Pipeline.query`` do; it changes none of the training wordings). With
+    ``colour_words`` colour names are replaced by their anchors too (the colour-word rule's part)."""
+    rule, things = None, ()
+    if colour_words:
+        from rlstack_perception.colour_words import ColourRule
+
+        rule = ColourRule.default()
+        things = tuple(w for ws in W.TRAIN_KINDS.values() for w in ws) + W.TRAIN_CATEGORY + W.TRAIN_ABSENT_KINDS
+    return [W.Query(canonical_query(q.text, rule, things), q.column, q.colours, q.shapes)
+            for q in W.all_heldout_queries()]
 
 
 def label_matrix(compat: np.ndarray) -> np.ndarray:
@@ -239,7 +254,7 @@ def main(argv=None) -> int:
         print(json.dumps(calibrate_cosine(emb.encode_text), indent=1))
         return 0
     if args.score_head:
-        held = W.all_heldout_queries()
+        held = canonical_heldout(not args.no_colour_words)
         text = TextEncoder()
         x = np.concatenate([text.encode([q.text for q in held[i:i + 256]]) for i in range(0, len(held), 256)])
         head = dict(np.load(args.score_head))
@@ -257,7 +272,7 @@ def main(argv=None) -> int:
     train_q = W.training_wordings(args.train, seed=0) + W.trained_queries()
     train_texts = {q.text for q in train_q}
     val_q = [q for q in W.training_wordings(args.val, seed=1) if q.text not in train_texts]
-    held = W.all_heldout_queries()
+    held = canonical_heldout(not args.no_colour_words)
     text = TextEncoder()
     emb = embed_texts(text, [q.text for q in train_q + val_q + held], Path(args.cache))
     E = lambda qs: np.stack([emb[q.text] for q in qs]).astype(np.float32)  # noqa: E731
