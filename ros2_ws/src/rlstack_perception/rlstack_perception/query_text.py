@@ -21,7 +21,8 @@ itself. Every other query is returned unchanged.
 from __future__ import annotations
 
 import re
-from typing import Iterable, Optional
+from functools import lru_cache
+from typing import Iterable
 
 # "<the X>, the one that is <C>" / "..., the one which is <C>" / "..., the one that's <C>"
 _ONE_THAT_IS = re.compile(
@@ -55,8 +56,7 @@ def anchor_colour(text: str, colour_rule, not_colours: Iterable[str] = ()) -> st
     spans = [(m.start(), m.end(), _norm(m.group())) for m in re.finditer(r"[A-Za-z][A-Za-z']*", text)]
     words = [w for _a, _b, w in spans]
     blocked = [False] * len(words)
-    phrases = {tuple(_norm(p).split()) for p in not_colours} - {()}
-    longest = max((len(p) for p in phrases), default=0)
+    phrases, longest = _phrase_set(tuple(not_colours))
     i = 0
     while i < len(words):
         n = next((n for n in range(min(longest, len(words) - i), 0, -1) if tuple(words[i:i + n]) in phrases), 0)
@@ -77,6 +77,15 @@ def anchor_colour(text: str, colour_rule, not_colours: Iterable[str] = ()) -> st
                 return text
             return text[:spans[i][0]] + anchor + text[spans[i + n - 1][1]:]
     return text
+
+
+@lru_cache(maxsize=8)
+def _phrase_set(not_colours: tuple):
+    """(set of word tuples, longest length) of the phrases, built once per list."""
+    from rlstack_perception.colour_words import _norm
+
+    phrases = {tuple(_norm(p).split()) for p in not_colours} - {()}
+    return phrases, max((len(p) for p in phrases), default=0)
 
 
 def _joins(between: str) -> bool:
