@@ -151,14 +151,18 @@ class TextEncoder:
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         self.load()
-        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        with self._lock:
+            # what this call returns is kept here: a full cache is cleared below, cached texts of this call too
+            found = {t: self._cache[t] for t in dict.fromkeys(texts) if t in self._cache}
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
         if missing:
             vecs = unit(self._encode_fn(missing))
+            found.update(zip(missing, vecs))
             with self._lock:
                 if len(self._cache) + len(missing) > self.cache_size:
                     self._cache.clear()
                 self._cache.update(zip(missing, vecs))
-        return np.stack([self._cache[t] for t in texts]) if texts else np.zeros((0, 384), np.float32)
+        return np.stack([found[t] for t in texts]) if texts else np.zeros((0, 384), np.float32)
 
     def prototypes(self, labels: Sequence[str] = LABELS,
                    templates: Sequence[str] = PROTOTYPE_TEMPLATES) -> np.ndarray:

@@ -1,5 +1,6 @@
 """Query wordings put in the form the query head reads best (rlstack_perception.query_text)."""
 
+import numpy as np
 import pytest
 
 from rlstack_perception import wordings as W
@@ -60,3 +61,16 @@ def test_canonical_is_a_no_op_on_training_wordings_and_keeps_the_colour_class(he
 def test_without_colour_rule_only_the_back_reference_is_folded():
     assert canonical_query("the cranberry cube") == "the cranberry cube"
     assert canonical_query("the cube, the cranberry one") == "the cranberry cube"
+
+
+def test_text_encoder_cache_overflow_keeps_this_calls_texts():
+    """A batch with texts already cached and new ones that overflow the cache: the cache is cleared, and
+    the call still returns every text's embedding (it raised KeyError for the cached ones before)."""
+    from rlstack_perception.embed import TextEncoder
+
+    enc = TextEncoder(cache_size=3)
+    first = enc.encode(["the red cube", "the blue ball"])
+    out = enc.encode(["the red cube", "the green cylinder", "the yellow cube"])
+    assert out.shape == (3, 384)
+    np.testing.assert_allclose(out[0], first[0], atol=1e-6)
+    np.testing.assert_allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-5)
