@@ -13,7 +13,7 @@ the one that is yellow" 0.96). :func:`canonical_query` rewrites such a sentence 
 Colour names that are also things ("cranberry", "apple green", "banana yellow") made the head read an
 absent kind ("the cranberry cube": cube 0.0; the colour rule already had the colour right). With a
 ``colour_rule`` (:class:`~rlstack_perception.colour_words.ColourRule`), the first colour name is replaced
-by the training colour word the rule grounds it with ("the cranberry cube" -> "the cardinal red cube"),
+by the training colour word the rule grounds it with ("the cranberry cube" -> "the ruby cube"),
 a word the head learnt as a colour; the rule's class is unchanged, since that word's nearest anchor is
 itself. Every other query is returned unchanged.
 """
