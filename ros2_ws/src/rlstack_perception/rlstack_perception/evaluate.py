@@ -63,7 +63,7 @@ def _prepared(pipe):
     for lab in pipe.labels:
         asked += [t.format(c=lab.split()[0], s=lab.split()[1]) for t in ("{c} {s}", "the {c} {s}")]
         asked += sum(wordings(lab), [])
-    asked = list(dict.fromkeys(asked))
+    asked = list(dict.fromkeys(pipe.canonical_text(t) for t in asked))   # what pipe.query embeds
     for i in range(0, len(asked), 256):
         pipe.text.encode(asked[i:i + 256])
     return pipe

@@ -137,14 +137,18 @@ class Pipeline:
         res.timings_ms["total"] = sum(res.timings_ms.values())
         return res
 
+    def canonical_text(self, text: str) -> str:
+        """The wording :meth:`query` embeds and scores: ``text`` in the form the query side reads best
+        (:func:`~rlstack_perception.query_text.canonical_query`: "the can, the blue one" -> "the blue can";
+        with the query head also "the cranberry cube" -> "the ruby cube")."""
+        return self.query_head.canonical(text) if self.query_head is not None else canonical_query(text)
+
     def query(self, text: str, max_results: int = 0, min_score: float = -1.0, threshold: bool = True):
         """Ranked (MapObject, score) at or above ``max(min_score, match_threshold)``; [] = "not here".
 
-        ``threshold=False`` ranks without ``match_threshold`` (evaluation of the ranking alone). The text is
-        first put in the form the query side reads best (:func:`~rlstack_perception.query_text.canonical_query`:
-        "the can, the blue one" -> "the blue can"; with the query head also "the cranberry cube" -> "the ruby
-        cube")."""
-        text = self.query_head.canonical(text) if self.query_head is not None else canonical_query(text)
+        ``threshold=False`` ranks without ``match_threshold`` (evaluation of the ranking alone). ``text`` is
+        asked as :meth:`canonical_text`."""
+        text = self.canonical_text(text)
         e = self.text.encode([text])[0]
         floor = max(float(min_score), self.match_threshold) if threshold else float(min_score)
         if self.query_head is not None:

@@ -56,9 +56,8 @@ class QueryHead:
             from rlstack_perception.colour_words import ColourRule
 
             self.colour_rule = ColourRule.default()
-            self._not_colours = tuple(w for ws in W.TRAIN_SHAPES.values() for w in ws) + W.TRAIN_CATEGORY
-            #: names of things, for query_text.anchor_colour: a colour name inside one is not a colour
-            self._thing_phrases = self._not_colours + W.TRAIN_ABSENT_KINDS
+            self._not_colours = W.NOT_COLOUR_PHRASES
+            self._thing_phrases = W.THING_PHRASES
         if not self.path.is_file():
             raise FileNotFoundError(f"query head weights not found: {self.path} (train with "
                                     "python -m rlstack_perception.train_query_head)")

@@ -24,6 +24,9 @@ import re
 from functools import lru_cache
 from typing import Iterable
 
+from rlstack_perception.colour_words import _norm, lexicon
+from rlstack_perception.noun_words import CUT_WORDS, NOT_HEADS
+
 # "<the X>, the one that is <C>" / "..., the one which is <C>" / "..., the one that's <C>"
 _ONE_THAT_IS = re.compile(
     r"(?P<det>\b(?:the|that|this|a|an|my|your)\s+)(?P<np>[^,]+?)\s*,\s*the\s+one\s+"
@@ -50,8 +53,6 @@ def anchor_colour(text: str, colour_rule, not_colours: Iterable[str] = ()) -> st
     A colour name lying wholly inside a phrase of ``not_colours`` (the kind words and absent things of the
     training lists: the "tea" of "tea tray", "tomato") is a thing's name, not a colour, and is left alone;
     one reaching past it is a colour ("apple green")."""
-    from rlstack_perception.colour_words import _norm, lexicon
-
     lex = lexicon()
     spans = [(m.start(), m.end(), _norm(m.group())) for m in re.finditer(r"[A-Za-z][A-Za-z']*", text)]
     words = [w for _a, _b, w in spans]
@@ -82,8 +83,6 @@ def anchor_colour(text: str, colour_rule, not_colours: Iterable[str] = ()) -> st
 @lru_cache(maxsize=8)
 def _phrase_set(not_colours: tuple):
     """(set of word tuples, longest length) of the phrases, built once per list."""
-    from rlstack_perception.colour_words import _norm
-
     phrases = {tuple(_norm(p).split()) for p in not_colours} - {()}
     return phrases, max((len(p) for p in phrases), default=0)
 
@@ -100,8 +99,6 @@ _PREDICATE_CUES = frozenset("is are that's thats it's its in coloured colored pa
 def _used_as_colour(text: str, spans, words, i: int, n: int) -> bool:
     """Whether the colour name at words[i:i+n] is used as a colour: before the noun it colours (no
     punctuation or clause word between) or after a predicate cue; otherwise it is the noun itself."""
-    from rlstack_perception.noun_words import CUT_WORDS, NOT_HEADS
-
     if i > 0 and words[i - 1] in _PREDICATE_CUES:
         return True
     if i + n >= len(words):

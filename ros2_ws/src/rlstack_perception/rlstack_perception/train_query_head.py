@@ -62,13 +62,10 @@ def canonical_heldout(colour_words: bool = True) -> List[W.Query]:
     """The held-out queries as the query side reads them (:func:`query_text.canonical_query`, as
     ``QueryHead.canonical`` and ``Pipeline.query`` do; it changes none of the training wordings). With
     ``colour_words`` colour names are replaced by their anchors too (the colour-word rule's part)."""
-    rule, things = None, ()
-    if colour_words:
-        from rlstack_perception.colour_words import ColourRule
+    from rlstack_perception.colour_words import ColourRule
 
-        rule = ColourRule.default()
-        things = tuple(w for ws in W.TRAIN_KINDS.values() for w in ws) + W.TRAIN_CATEGORY + W.TRAIN_ABSENT_KINDS
-    return [W.Query(canonical_query(q.text, rule, things), q.column, q.colours, q.shapes)
+    rule = ColourRule.default() if colour_words else None
+    return [W.Query(canonical_query(q.text, rule, W.THING_PHRASES), q.column, q.colours, q.shapes)
             for q in W.all_heldout_queries()]
 
 
@@ -151,7 +148,7 @@ def with_colour_rule(compat: np.ndarray, queries: Sequence[W.Query]) -> np.ndarr
     from rlstack_perception.colour_words import ColourRule
 
     rule = ColourRule.default()
-    skip = tuple(w for ws in W.TRAIN_SHAPES.values() for w in ws) + W.TRAIN_CATEGORY
+    skip = W.NOT_COLOUR_PHRASES
     out = compat.copy()
     for i, q in enumerate(queries):
         cr = rule.compat(q.text, skip)

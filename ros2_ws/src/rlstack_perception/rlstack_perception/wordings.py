@@ -131,6 +131,11 @@ TRAIN_ABSENT_KINDS = (
     "bread", "cake", "cookie", "pizza", "cheese", "chocolate bar", "lollipop", "ice cream", "sausage",
     "leaf", "flower", "tree", "rock", "shell", "feather", "stick", "pine cone",
 )
+#: phrases the colour rule never reads as colour names: the kind words ("brick") and category words
+NOT_COLOUR_PHRASES = tuple(w for ws in TRAIN_KINDS.values() for w in ws) + TRAIN_CATEGORY
+#: names of things in the training lists: a colour name wholly inside one ("tea" in "tea tray") is the
+#: thing's name, not a colour (query_text.anchor_colour)
+THING_PHRASES = NOT_COLOUR_PHRASES + TRAIN_ABSENT_KINDS
 #: templates ({c} colour phrase, {s} shape phrase); word order and fillers of our own
 TRAIN_TEMPLATES = (
     "{c} {s}", "the {c} {s}", "a {c} {s}", "find the {c} {s}", "where is the {c} {s}?", "bring me the {c} {s}",

@@ -63,8 +63,7 @@ def test_heldout_words_never_in_training(path):
             assert word.lower() not in joined, word
         else:
             assert word.lower() not in train_tokens, word
-    lists = [x for v in w.TRAIN_COLOURS.values() for x in v] + [x for v in w.TRAIN_SHAPES.values() for x in v]
-    lists += list(w.TRAIN_ABSENT_COLOURS) + list(w.TRAIN_ABSENT_KINDS) + list(w.TRAIN_CATEGORY)
+    lists = _train_items()
     for word in held_words:
         assert word not in lists, word
 
@@ -78,7 +77,7 @@ def test_heldout_fillers_templates_and_queries_never_in_training():
         assert phrase.replace("{s}", "").replace("{c}", "") not in w.TRAIN_TEMPLATES
         if "{" not in phrase:
             assert phrase not in joined, phrase
-    held_t = set(h["colour_synonym_templates"]) | set(h["paraphrase_templates"]) | set(h["absent"]["templates"])
+    held_t = _templates(h)
     held_t -= {"the {c} {s}", "a {c} {s}"}  # the bare forms are not a wording trick
     assert not held_t & set(w.TRAIN_TEMPLATES)
     for phrase in FRESH_PHRASES + KINDS_PHRASES + UNSEEN_PHRASES + FIFTH_PHRASES + SIXTH_PHRASES:
@@ -86,7 +85,7 @@ def test_heldout_fillers_templates_and_queries_never_in_training():
     for path in (w.HELDOUT_FRESH_FILE, w.HELDOUT_KINDS_FILE, w.HELDOUT_UNSEEN_FILE, w.HELDOUT_FIFTH_FILE,
                  w.HELDOUT_SIXTH_FILE):
         other = w.load_heldout(path)
-        other_t = set(other["colour_synonym_templates"]) | set(other["paraphrase_templates"]) | set(other["absent"]["templates"])
+        other_t = _templates(other)
         assert not (other_t - {"the {c} {s}", "a {c} {s}"}) & set(w.TRAIN_TEMPLATES)
     train_set = set(texts)
     qs = w.all_heldout_queries()
@@ -125,6 +124,17 @@ def test_training_draws_every_kind_and_kinds_heldout_expands():
     assert {s for q in cols["kinds_paraphrases"] for s in q.shapes} == set(KINDS[3:])
 
 
+def _templates(h):
+    """Every template of a held-out set."""
+    return set(h["colour_synonym_templates"]) | set(h["paraphrase_templates"]) | set(h["absent"]["templates"])
+
+
+def _train_items():
+    """The items of the training lists (colour words, kind words, absent colours and kinds, category words)."""
+    items = [x for v in w.TRAIN_COLOURS.values() for x in v] + [x for v in w.TRAIN_KINDS.values() for x in v]
+    return items + list(w.TRAIN_ABSENT_COLOURS) + list(w.TRAIN_ABSENT_KINDS) + list(w.TRAIN_CATEGORY)
+
+
 def _items(h):
     out = [x for v in h["colour_synonyms"].values() for x in v] + [x for v in h["shape_paraphrases"].values() for x in v]
     return out + h["absent"]["colours"] + h["absent"]["kinds"]
@@ -137,9 +147,7 @@ def test_unseen_set_words_are_new_to_training_and_every_other_set():
     are in no other set's templates."""
     h = w.load_heldout(w.HELDOUT_UNSEEN_FILE)
     others = [w.load_heldout(p) for p in (w.HELDOUT_FILE, w.HELDOUT_FRESH_FILE, w.HELDOUT_KINDS_FILE)]
-    train_items = [x for v in w.TRAIN_COLOURS.values() for x in v] + [x for v in w.TRAIN_KINDS.values() for x in v]
-    train_items += list(w.TRAIN_ABSENT_COLOURS) + list(w.TRAIN_ABSENT_KINDS) + list(w.TRAIN_CATEGORY)
-    train_items += list(w.TRAIN_ATTRIBUTE)
+    train_items = _train_items() + list(w.TRAIN_ATTRIBUTE)
     other_items = [x for o in others for x in _items(o)]
     known = set().union(*(_tokens(x) for x in train_items + other_items))
     known |= set().union(*(_tokens(t.replace("{c}", "").replace("{s}", "")) for t in w.TRAIN_TEMPLATES))
@@ -148,8 +156,8 @@ def test_unseen_set_words_are_new_to_training_and_every_other_set():
         assert word not in train_items and word not in other_items, word
         assert word in compounds_of_known_words or _tokens(word) - known, word
     for o in others:
-        other_t = set(o["colour_synonym_templates"]) | set(o["paraphrase_templates"]) | set(o["absent"]["templates"])
-        mine = set(h["colour_synonym_templates"]) | set(h["paraphrase_templates"]) | set(h["absent"]["templates"])
+        other_t = _templates(o)
+        mine = _templates(h)
         assert not (mine - {"the {c} {s}"}) & other_t
     assert set(h["shape_paraphrases"]) >= {"cube", "ball", "cylinder"} and set(h["shape_paraphrases"]) <= set(KINDS)
     cols = w.columns(w.heldout_queries(w.HELDOUT_UNSEEN_FILE, "unseen_"))
@@ -167,16 +175,15 @@ def test_everyday_sets_items_are_in_no_training_list_and_no_other_set(path):
     others = [w.load_heldout(p) for p in (w.HELDOUT_FILE, w.HELDOUT_FRESH_FILE, w.HELDOUT_KINDS_FILE,
                                           w.HELDOUT_UNSEEN_FILE, w.HELDOUT_FIFTH_FILE, w.HELDOUT_SIXTH_FILE)
               if p != path]
-    train_items = [x for v in w.TRAIN_COLOURS.values() for x in v] + [x for v in w.TRAIN_KINDS.values() for x in v]
-    train_items += list(w.TRAIN_ABSENT_COLOURS) + list(w.TRAIN_ABSENT_KINDS) + list(w.TRAIN_CATEGORY)
+    train_items = _train_items()
     other_items = [x for o in others for x in _items(o)]
     other_tokens = set().union(*(_tokens(x) for x in other_items))
     for word in _items(h):
         assert word not in train_items and word not in other_items, word
         assert " " in word or word not in other_tokens, word
-    mine = set(h["colour_synonym_templates"]) | set(h["paraphrase_templates"]) | set(h["absent"]["templates"])
+    mine = _templates(h)
     for o in others:
-        other_t = set(o["colour_synonym_templates"]) | set(o["paraphrase_templates"]) | set(o["absent"]["templates"])
+        other_t = _templates(o)
         assert not (mine - {"the {c} {s}"}) & other_t
     cols = w.columns(w.heldout_queries(path, prefix))
     assert {prefix + c for c in ("paraphrases", "colour_synonyms", "combined", "category", "absent")} <= set(cols)
