@@ -22,6 +22,7 @@ setup(
             "sim_bridge = rlstack_sim.bridge_node:main",
             "batch_bridge = rlstack_sim.batch_bridge:main",
             "sim_snapshots = rlstack_sim.snapshots:main",
+            "ground_truth_grasp_target = rlstack_sim.ground_truth_grasp_target:main",
         ],
     },
 )

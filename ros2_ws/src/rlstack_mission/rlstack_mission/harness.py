@@ -24,6 +24,13 @@ from .send_fetch import send_fetch
 DROPOFF_TOLERANCE = 0.35
 
 
+def on_dropoff(position: Tuple[float, float, float], dropoff: Tuple[float, ...]) -> bool:
+    """An object at ``position`` (x, y, z) rests at the drop-off: on the floor (centre below 0.15 m)
+    within DROPOFF_TOLERANCE of it. A missing object (NaN) is not."""
+    x, y, z = position
+    return math.hypot(x - dropoff[0], y - dropoff[1]) <= DROPOFF_TOLERANCE and z < 0.15
+
+
 #: heights (m) of the fetched object's centre: carried above CARRIED_Z, lying on the floor below FLOOR_Z
 CARRIED_Z, FLOOR_Z = 0.3, 0.1
 
@@ -221,6 +228,10 @@ class FetchHarness:
                 raise TimeoutError("no /sim_ground_truth/markers")
             time.sleep(0.02)
 
+    def delivered(self, layout: FetchLayout) -> bool:
+        """The evaluator's judgement from the simulator's truth: the layout's target rests at its drop-off."""
+        return on_dropoff(self.wait_ground_truth().get(layout.target, (math.nan,) * 3), layout.dropoff)
+
     def layout(self, seed: int, map_yaml: str, target_color: str = "", support: str = "table",
                kind: str = "cube") -> FetchLayout:
         """The fetch layout of ``seed`` (resets the simulator to the seed to read its placement)."""
@@ -342,11 +353,10 @@ class FetchHarness:
             dropoff=list(layout.dropoff), object_final=[round(x, 3), round(y, 3), round(z, 3)],
             dropoff_error_m=round(err, 3), distance_driven_m=round(self.path_length, 2), feedback=phases,
             grasp_attempts=sum(1 for _, ph, d in phases if ph == "GRASP" and d.startswith("lifting")),
-            success=bool(result["code"] == 0 and err <= DROPOFF_TOLERANCE and z < 0.15))
+            success=bool(result["code"] == 0 and on_dropoff((x, y, z), layout.dropoff)))
         if not result["success"]:   # what lies at the drop-off instead (a wrong object fetched?)
             result["objects_at_dropoff"] = sorted(
-                name for name, (ox, oy, oz) in gt.items()
-                if math.hypot(ox - layout.dropoff[0], oy - layout.dropoff[1]) <= DROPOFF_TOLERANCE and oz < 0.15)
+                name for name, position in gt.items() if on_dropoff(position, layout.dropoff))
         if grasp_errors:   # each lift's held target against the truth (sim-only: judging, not used)
             result["grasp_target_errors"] = grasp_errors
         fell = fall_before_drop(track, phases)

@@ -8,9 +8,11 @@ Calls       /semantic_map/query (rlstack_interfaces/srv/QueryObjects)
             /<policy_node>/change_state, get_state (lifecycle_msgs): the lift controller
 Subscribes  /odom, /map (latched), /nav_controller/obstacle_grid (latched: what navigation's
             sensors mark, for staging poses around objects on the floor), /tf, /tf_static, /joint_states,
-            /sim_ground_truth/markers (sim only: the grasp target's pose, see below)
+            /grasp_target (grasp_target_source: topic only: whether the other node answered)
 Publishes   /grasp_target (geometry_msgs/PoseStamped in base_link, twice the control rate (40 Hz) while a
-            target is set: see below),
+            target is set: see below; not with grasp_target_source: topic),
+            /fetch/grasp_request (geometry_msgs/PointStamped in map, grasp_target_source: topic only:
+            the object a grasp is for; an empty frame_id when the grasp ends),
             /fetch/dropoff (PoseStamped, latched), /cmd_vel (only the short straight docking
             moves), /arm/ee_delta + /arm/gripper (carry pose, recovery, drop), /diagnostics
 
@@ -18,10 +20,11 @@ Grasp target: the lift policy reads the object's pose in ``base_link`` on /grasp
 ``grasp_target_source: perception`` (robot mode, the default): the grasp_pose service estimates
 it once after docking, with the arm out of the camera's view, in ``odom`` at the image's time; it
 is held there and republished in the current ``base_link``; the lift and the release are judged
-from the fingers and the grasp point. ``ground_truth`` (a labelled, simulator-only ablation):
-the matched object's true pose (the nearest ground-truth object to the perceived position,
-within ``target_match_radius``), live. ``topic`` leaves /grasp_target to another node. See
-docs/mission.md.
+from the fingers and the grasp point. ``topic``: another node publishes /grasp_target for the
+point the mission names on /fetch/grasp_request; the lift and release are judged as in robot mode.
+The labelled ground-truth ablation (``launch/fetch.launch.yaml robot_mode:=false``) is ``topic``
+with the simulator-side ``rlstack_sim ground_truth_grasp_target`` node answering: this node never
+reads the simulator's truth. See docs/mission.md.
 
 The action runs in its own thread (MultiThreadedExecutor, reentrant callbacks): the mission is
 a sequence of blocking steps, while topics and service replies keep arriving.
@@ -44,13 +47,12 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from geometry_msgs.msg import PoseStamped, Twist, Vector3
+from geometry_msgs.msg import PointStamped, PoseStamped, Twist, Vector3
 from lifecycle_msgs.srv import ChangeState, GetState
 from nav_msgs.msg import OccupancyGrid, Odometry
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Float64, String
 from tf2_msgs.msg import TFMessage
-from visualization_msgs.msg import MarkerArray
 
 from rlstack_common import declare_parameter, run_node
 from rlstack_common.qos import TF_STATIC
@@ -77,8 +79,7 @@ class MissionNode(Node):
         self.grid: Optional[OccupancyGrid] = None
         self.obstacle_grid: Optional[OccupancyGrid] = None
         self.finger_pair: Tuple[float, ...] = ()   # the two finger joints, m (() until /joint_states)
-        self.gt: Dict[str, Tuple[np.ndarray, np.ndarray, str]] = {}  # name -> (position, quaternion, frame)
-        self.target_name: Optional[str] = None
+        self.last_topic_target = -math.inf   # monotonic time of the last /grasp_target (topic source)
         # the grasp target, held in odom through the grasp (set when a grasp starts, cleared after)
         self.held_target: Optional[Tuple[np.ndarray, np.ndarray]] = None
         self.goal_handle = None
@@ -94,9 +95,11 @@ class MissionNode(Node):
         self.create_subscription(TFMessage, "/tf", lambda m: self.tf.update(m, static=False), 100, **g)
         self.create_subscription(TFMessage, "/tf_static", lambda m: self.tf.update(m, static=True), TF_STATIC, **g)
         self.create_subscription(JointState, "/joint_states", self._on_joints, 20, **g)
-        if self.grasp_source == "ground_truth":
-            self.create_subscription(MarkerArray, "/sim_ground_truth/markers", self._on_ground_truth, 10, **g)
-        self.target_pub = self.create_publisher(PoseStamped, "/grasp_target", 10)
+        if self.grasp_source == "topic":
+            self.create_subscription(PoseStamped, "/grasp_target", self._on_topic_target, 10, **g)
+            self.request_pub = self.create_publisher(PointStamped, "/fetch/grasp_request", LATCHED)
+        else:
+            self.target_pub = self.create_publisher(PoseStamped, "/grasp_target", 10)
         self.dropoff_pub = self.create_publisher(PoseStamped, "/fetch/dropoff", LATCHED)
         self.cmd_pub = self.create_publisher(Twist, "/cmd_vel", 10)
         self.ee_pub = self.create_publisher(Vector3, "/arm/ee_delta", 10)
@@ -125,7 +128,8 @@ class MissionNode(Node):
         # (150 ms) as a dead source and holds still. At 20 Hz one timer tick late by more than 50 ms
         # (a busy 2-core machine, 4 Python threads here) did that mid-lift (seen in a soak log:
         # "stale /grasp_target (150 ms old > 150 ms)"); at 40 Hz a tick must be 100 ms late.
-        self.create_timer(0.5 / self.rate_hz, self._publish_target, **g)
+        if self.grasp_source == "perception":
+            self.create_timer(0.5 / self.rate_hz, self._publish_target, **g)
         self.create_timer(1.0, self._publish_diagnostics, **g)
         self._publish_status()
         self.get_logger().info(f"ready: action /fetch; {len(self.params_.explore_waypoints)} exploration waypoints; "
@@ -226,11 +230,20 @@ class MissionNode(Node):
         if self.action_introspection not in ("off", "metadata", "contents"):
             raise ValueError(f"action_introspection must be off, metadata or contents, got {self.action_introspection!r}")
         self.grasp_source = d("grasp_target_source", "perception", "Where the grasp target comes from: perception "
-                              "(the grasp_pose service, robot mode), ground_truth (the simulator, a labelled "
-                              "ablation) or topic (another node publishes /grasp_target)",
-                              constraints="one of: perception, ground_truth, topic")
-        if self.grasp_source not in ("perception", "ground_truth", "topic"):
-            raise ValueError(f"grasp_target_source must be perception, ground_truth or topic, got {self.grasp_source!r}")
+                              "(the grasp_pose service, robot mode) or topic (another node publishes /grasp_target "
+                              "for the point on /fetch/grasp_request: the ground-truth ablation's simulator-side "
+                              "node, robot_mode:=false); fixed at start", constraints="one of: perception, topic",
+                              read_only=True)
+        if self.grasp_source == "ground_truth":
+            raise ValueError("grasp_target_source ground_truth is gone from the mission (a robot-side node reads no "
+                             "simulator truth): use topic with the simulator-side ground_truth_grasp_target node "
+                             "(launch/fetch.launch.yaml robot_mode:=false starts both)")
+        if self.grasp_source not in ("perception", "topic"):
+            raise ValueError(f"grasp_target_source must be perception or topic, got {self.grasp_source!r}")
+        self.topic_target_timeout_s = d("topic_target_timeout_s", 3.0, "grasp_target_source topic: wait this long "
+                                        "for /grasp_target after naming the object on /fetch/grasp_request; none "
+                                        "(no object there, no publisher): the grasp attempt fails, s (wall)",
+                                        min_value=0.1, max_value=60.0)
         self.grasp_pose_service = d("grasp_pose_service", "/grasp_pose/estimate", "EstimateGraspPose service "
                                     "(grasp_target_source: perception)")
         self.estimate_views = d("grasp_pose_views", 3, "Depth frames fused per grasp-pose estimate", min_value=1,
@@ -268,8 +281,6 @@ class MissionNode(Node):
                                           "floor whose close look's footprint is round where a cube was asked for (or "
                                           "square for a ball). Off: seen from 1 m through the depth noise a cube's top "
                                           "reads round view after view; the height check still applies")
-        self.target_match_radius = d("target_match_radius", 0.3, "Perceived -> ground-truth object match radius, m",
-                                     min_value=0.01, max_value=5.0)
         self.grasp_timeout = d("grasp_timeout_s", 14.0, "Time for one lift, s (sim time)", min_value=1.0,
                                max_value=600.0)
         self.lift_height = d("lift_height", 0.10, "Lift needed for a grasp to count, m", min_value=0.01, max_value=1.0)
@@ -284,9 +295,8 @@ class MissionNode(Node):
         self.drop_confirm_s = d("drop_confirm_s", 0.3, "While carrying, fingers closed to min_finger_width or less "
                                 "for this long mean the object fell out: the drive stops, s (wall)", min_value=0.0,
                                 max_value=5.0)
-        self.release_rise = d("release_rise", 0.10, "After opening, the hand rises this far; an object that rose "
-                              "with it more than half of this is still in the hand (where its height is known: the "
-                              "ground-truth ablation), m", min_value=0.02, max_value=0.5)
+        self.release_rise = d("release_rise", 0.10, "After opening, the hand rises this far, then closes again: "
+                              "fingers that stop on something mean the object is still in the hand, m", min_value=0.02, max_value=0.5)
         self.open_finger_width = d("open_finger_width", 0.07, "Fingers at least this wide have let go (drop), m",
                                    min_value=0.0, max_value=0.08)
         self.release_attempts = d("release_attempts", 3, "Open-the-gripper tries at the drop-off (close and reopen "
@@ -388,12 +398,8 @@ class MissionNode(Node):
         width = self.fingers
         return width is not None and width > self.min_finger_width
 
-    def _on_ground_truth(self, msg: MarkerArray) -> None:
-        gt = {}
-        for m in msg.markers:
-            p, q = m.pose.position, m.pose.orientation
-            gt[m.ns] = (np.array([p.x, p.y, p.z]), np.array([q.x, q.y, q.z, q.w]), m.header.frame_id)
-        self.gt = gt
+    def _on_topic_target(self, _msg: PoseStamped) -> None:
+        self.last_topic_target = time.monotonic()
 
     # ------------------------------------------------------------------ outputs
     def _publish_target(self) -> None:
@@ -402,19 +408,13 @@ class MissionNode(Node):
         ``perception`` (robot mode): the estimate made once before the grasp, held in ``odom`` (the
         hand hides the object while it works; holding it in odom keeps the arm's nudges of the base
         from dragging it along) and re-expressed through /tf every control period: what
-        policies/mobile_lift_perceived was trained on. ``ground_truth`` (the simulator-only
-        ablation, policies/mobile_lift): the matched object's true pose, live.
+        policies/mobile_lift_perceived was trained on.
         """
         held = self.held_target
-        if held is not None:
-            pos, quat, frame = held[0], held[1], self.odom_frame
-        else:
-            name = self.target_name
-            if name is None or self.odom is None or name not in self.gt:
-                return
-            pos, quat, frame = self.gt[name]
+        if held is None:
+            return
         try:
-            p_base, q_base = to_frame(self.tf, pos, quat, frame, self.base_frame)
+            p_base, q_base = to_frame(self.tf, held[0], held[1], self.odom_frame, self.base_frame)
         except KeyError as exc:
             self.get_logger().warning(f"grasp target: {exc}", throttle_duration_sec=5.0)
             return

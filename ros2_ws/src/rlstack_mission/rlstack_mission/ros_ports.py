@@ -15,7 +15,7 @@ from typing import Callable, List, Optional, Tuple
 
 import numpy as np
 import rclpy
-from geometry_msgs.msg import PoseStamped, Twist, Vector3
+from geometry_msgs.msg import PointStamped, PoseStamped, Twist, Vector3
 from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState, GetState
 from std_msgs.msg import Bool, Float64
@@ -93,9 +93,9 @@ class RosPorts:
 
     def stop_all(self) -> None:
         """Leave the robot still: no grasp target, base stopped, lift controller inactive."""
-        self.n.target_name = None
         self.n.held_target = None
         try:
+            self._end_topic_request()
             self.n.cmd_pub.publish(Twist())
             self._deactivate_policy()
         except Exception:  # noqa: BLE001 - shutting down: handles may already be gone
@@ -390,34 +390,30 @@ class RosPorts:
             raise MissionAborted(FetchCode.ERROR, f"no grasp-point transform: {exc}") from None
         return np.asarray(pos, dtype=float)
 
-    def _resolve_target(self, target: Match) -> str:
-        """Name of the ground-truth object the perceived match is (nearest within target_match_radius)."""
-        if self.n.grasp_source != "ground_truth":
-            return ""
-        deadline = time.monotonic() + 5.0
-        while not self.n.gt:
+    def _request_topic_target(self, target: Match) -> GraspOutcome:
+        """``grasp_target_source: topic``: name the object on /fetch/grasp_request (its perceived
+        position in ``map``, latched) and wait for another node's /grasp_target. The ground-truth
+        ablation's simulator-side node answers only for an object within its match radius."""
+        msg = PointStamped()
+        msg.header.stamp = self.n.get_clock().now().to_msg()
+        msg.header.frame_id = self.n.map_frame
+        msg.point.x, msg.point.y, msg.point.z = float(target.x), float(target.y), float(target.z)
+        asked = time.monotonic()
+        self.n.request_pub.publish(msg)
+        while self.n.last_topic_target <= asked:
             self._check_cancel()
-            if time.monotonic() > deadline:
-                raise MissionAborted(FetchCode.ERROR, "no /sim_ground_truth/markers (grasp_target_source: ground_truth)")
+            if time.monotonic() - asked > self.n.topic_target_timeout_s:
+                self._end_topic_request()
+                return GraspOutcome(False, f"no /grasp_target within {self.n.topic_target_timeout_s:g} s for the "
+                                    f"'{target.label}' at ({target.x:.2f}, {target.y:.2f}, {target.z:.2f}) "
+                                    f"(grasp_target_source: topic; no object there, or no node answering)")
             time.sleep(0.02)
-        best, best_d = None, math.inf
-        for name, (pos, _, frame) in self.n.gt.items():
-            try:
-                p_map, _ = to_frame(self.n.tf, pos, np.array([0, 0, 0, 1.0]), frame, self.n.map_frame, None)
-            except KeyError:
-                p_map = pos
-            dist = float(np.linalg.norm(p_map - np.array([target.x, target.y, target.z])))
-            if dist < best_d:
-                best, best_d = name, dist
-        if best is None or best_d > self.n.target_match_radius:
-            return ""
-        return best
+        return GraspOutcome(True)
 
-    def _target_height(self, name: str) -> Optional[float]:
-        if self.n.grasp_source == "ground_truth":
-            entry = self.n.gt.get(name)
-            return None if entry is None else float(entry[0][2])
-        return None
+    def _end_topic_request(self) -> None:
+        """No grasp request stands (an empty ``frame_id`` on /fetch/grasp_request), topic source only."""
+        if self.n.grasp_source == "topic":
+            self.n.request_pub.publish(PointStamped())
 
     def _perceived_pose(self, target: Match, from_afar: bool) -> Tuple[np.ndarray, np.ndarray, str, bool]:
         """The grasp_pose service's estimate of ``target`` (position, quaternion, frame, round); up to
@@ -500,7 +496,7 @@ class RosPorts:
 
     def estimate_target(self, target: Match, from_afar: bool = False) -> GraspOutcome:
         """Robot mode: estimate the grasp pose now and hold it in odom for the next :meth:`grasp`
-        (``estimate=False``); the ablation reads the simulator during the grasp and needs none."""
+        (``estimate=False``); with the topic source another node gives the target during the grasp."""
         if self.n.grasp_source != "perception":
             return GraspOutcome(True)
         try:
@@ -524,25 +520,23 @@ class RosPorts:
 
         ``perception`` (robot mode): the grasp pose is estimated first (``estimate=False``: the one
         :meth:`estimate_target` holds; no estimate: this attempt fails with the reason, never a
-        blind grasp); the lift is judged from the robot's own
-        signals: the fingers closed on something (between ``min_finger_width`` and
-        ``open_finger_width``) and the grasp point ``lift_height`` above where they closed, held
-        ``hold_s``. ``ground_truth`` (the ablation): the object's true height rose ``lift_height``
-        with the fingers closed on something.
+        blind grasp). ``topic`` (the ground-truth ablation's source): the object is named on
+        /fetch/grasp_request and another node publishes /grasp_target (none: this attempt fails).
+        Either way the lift is judged from the robot's own signals: the fingers closed on something
+        (between ``min_finger_width`` and ``open_finger_width``) and the grasp point ``lift_height``
+        above where they closed, held ``hold_s``.
         """
-        name = self._resolve_target(target)
-        if self.n.grasp_source == "ground_truth" and not name:
-            return GraspOutcome(False, f"no object within {self.n.target_match_radius:g} m of the perceived "
-                                f"'{target.label}' (a false detection?)")
-        self.n.target_name = name or None
-        if estimate or self.n.held_target is None:
-            estimated = self.estimate_target(target)   # robot mode only; the ablation needs none
+        if self.n.grasp_source == "topic":
+            asked = self._request_topic_target(target)
+            if not asked.ok:
+                return asked
+        elif estimate or self.n.held_target is None:
+            estimated = self.estimate_target(target)
             if not estimated.ok:
                 return estimated
         if self.n.held_target is not None and self.n.align_wrist:
             self._turn_wrist(wrap_quarter(self._held_target_yaw()))
         self._sim_sleep(2 * self.period)  # the policy sees a fresh target before it starts
-        rest_z = self._target_height(name)
         # The robot-mode lift reads the gripper's last command (/arm/gripper) to know whether it has
         # closed yet: hand over with a fresh "open" (again once active: a node configured just now
         # had no subscription yet for the first one).
@@ -557,19 +551,14 @@ class RosPorts:
             while True:
                 self._check_cancel()
                 now = self._sim_now()
-                if rest_z is not None:    # ablation: the simulator's height of the object
-                    z = self._target_height(name)
-                    lift = (z - rest_z) if z is not None else 0.0
-                    gripping = self.n.holding
-                else:                     # robot mode: fingers and grasp point only
-                    width = self.n.fingers
-                    gripping = width is not None and self.n.min_finger_width < width < self.n.open_finger_width
-                    ee_z = float(self._ee()[2])
-                    if not gripping:
-                        closed_z = None   # opened again (a retry) or closed on nothing
-                    elif closed_z is None:
-                        closed_z = ee_z
-                    lift = ee_z - closed_z if closed_z is not None else 0.0
+                width = self.n.fingers
+                gripping = width is not None and self.n.min_finger_width < width < self.n.open_finger_width
+                ee_z = float(self._ee()[2])
+                if not gripping:
+                    closed_z = None   # opened again (a retry) or closed on nothing
+                elif closed_z is None:
+                    closed_z = ee_z
+                lift = ee_z - closed_z if closed_z is not None else 0.0
                 best_lift = max(best_lift, lift)
                 if gripping and lift >= self.n.lift_height:
                     held_since = now if held_since is None else held_since
@@ -584,6 +573,7 @@ class RosPorts:
         finally:
             self._deactivate_policy()
             self.n.held_target = None
+            self._end_topic_request()
 
     def _held_target_yaw(self) -> float:
         """The held estimate's yaw about base_link z now (what the policy reads on /grasp_target)."""
@@ -651,7 +641,6 @@ class RosPorts:
 
     def recover_arm(self) -> None:
         self.carrying = False
-        self.n.target_name = None
         self.n.held_target = None
         self.n.gripper_pub.publish(Bool(data=True))
         self._sim_sleep(0.5)
@@ -707,14 +696,11 @@ class RosPorts:
         they did not.
 
         Let go means the fingers are seen open (``open_finger_width``) once the hand has risen
-        ``release_rise``, and the object did not rise with it: where its height is known (the
-        ground-truth ablation) from that height; in robot mode by feel: the hand closes once more,
-        and fingers that stop on something (wider than ``min_finger_width``) mean the object is
-        still in the hand. Up to ``release_attempts`` tries (the hand goes down again and
+        ``release_rise``, and the object did not rise with it, known by feel: the hand closes once
+        more, and fingers that stop on something (wider than ``min_finger_width``) mean the object
+        is still in the hand. Up to ``release_attempts`` tries (the hand goes down again and
         re-opens); then the arm goes back to the carry pose, open.
         """
-        carried = self.n.target_name
-        self.n.target_name = None
         self.carrying = False
         self._move_ee(self.n.place_point, 6.0, gripper_open=False, stop_when_blocked=True)
         why = ""
@@ -734,31 +720,20 @@ class RosPorts:
                 # ease-off was not enough). 2.5-4 cm up the cube hangs just above the floor.
                 self._move_ee(self._ee() + np.array([0.0, 0.0, 0.04]), 1.5, gripper_open=None)
                 self._sim_sleep(0.2)
-                placed_z = self._target_height(carried) if carried else None
                 self.n.gripper_pub.publish(Bool(data=True))
                 self._sim_sleep(0.6)
                 self._move_ee(self._ee() + np.array([0.0, 0.0, self.n.release_rise]), 2.0, gripper_open=True)
                 self._sim_sleep(0.2)
                 width = self.n.fingers if self.n.fingers is not None else 0.0
-                z = self._target_height(carried) if carried else None
-                if width < self.n.open_finger_width:
-                    let_go = False
-                elif placed_z is not None and z is not None:
-                    let_go = z - placed_z < 0.5 * self.n.release_rise
-                else:
-                    let_go = self._hand_is_empty()
-                if let_go:
+                if width >= self.n.open_finger_width and self._hand_is_empty():
                     return GraspOutcome(True)
                 if width < self.n.open_finger_width:
                     why = f"the fingers stayed at {width * 100:.1f} cm"
-                elif placed_z is not None and z is not None:
-                    why = f"the fingers opened ({width * 100:.1f} cm) but the object rose with the hand"
                 else:
                     why = f"the fingers opened ({width * 100:.1f} cm) but, closed again, they stopped on the object"
                 self.n.get_logger().warning(
                     f"release attempt {attempt + 1}: {why} (fingers {[round(v, 4) for v in self.n.finger_pair]} m, "
-                    f"grasp point z {self._ee()[2]:.3f} m in base_link, object z "
-                    f"{'unknown' if z is None else f'{z:.3f} m, {placed_z:.3f} m when opening'})")
+                    f"grasp point z {self._ee()[2]:.3f} m in base_link)")
             return GraspOutcome(False, f"{why} after {self.n.release_attempts} attempt(s)")
         finally:
             if self.n.align_wrist:

@@ -53,3 +53,13 @@ def test_the_held_target_is_judged_in_the_true_base_link():
     assert err["yaw_deg"] == pytest.approx(2.0, abs=0.05)
     turned = held_target_error(base, obj, (0.51, 0.002, 0.442, math.radians(12.0 - 90.0)))
     assert turned["yaw_deg"] == pytest.approx(2.0, abs=0.05)
+
+
+def test_an_object_is_delivered_on_the_floor_near_the_dropoff():
+    """The evaluator's one judgement of a delivery (the fetch evaluation, the soak and fault injection)."""
+    from rlstack_mission.harness import DROPOFF_TOLERANCE, on_dropoff
+    dropoff = (-0.5, 0.0, 3.14159)
+    assert on_dropoff((-0.5 + DROPOFF_TOLERANCE - 0.01, 0.0, 0.02), dropoff)
+    assert not on_dropoff((-0.5 + DROPOFF_TOLERANCE + 0.01, 0.0, 0.02), dropoff)   # too far
+    assert not on_dropoff((-0.5, 0.0, 0.7), dropoff)                               # still in the hand
+    assert not on_dropoff((math.nan, math.nan, math.nan), dropoff)                 # not in the scene

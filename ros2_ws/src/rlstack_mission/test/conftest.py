@@ -1,0 +1,1 @@
+pytest_plugins = ["rlstack_testing.pytest_plugin"]
