@@ -568,7 +568,8 @@ class RosPorts:
                     held_since = None
                 if now - t0 > self.n.grasp_timeout:
                     why = "not lifted" if best_lift < 0.02 else f"lifted only {best_lift * 100:.0f} cm or not held"
-                    return GraspOutcome(False, f"{why} within {self.n.grasp_timeout:g} s")
+                    fingers = "unknown" if width is None else f"{width * 100:.1f} cm"
+                    return GraspOutcome(False, f"{why} within {self.n.grasp_timeout:g} s (fingers at {fingers})")
                 time.sleep(self.period)
         finally:
             self._deactivate_policy()
