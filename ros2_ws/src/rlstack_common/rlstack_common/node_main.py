@@ -219,7 +219,11 @@ def run_node(factory: Callable[[], Node], args: list[str] | None = None, *,
         node = None
         executor = None
         try:
-            node = factory()
+            try:
+                node = factory()
+            except ValueError as exc:   # a parameter value or combination the node refuses at start
+                print(f"error: {exc}", file=sys.stderr)
+                return 2
             executor = (executor_factory or make_executor)()
             executor.add_node(node)
             spin_until_stopped(node, executor, stop, drain_s)

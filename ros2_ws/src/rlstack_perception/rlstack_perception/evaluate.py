@@ -285,12 +285,13 @@ def make_factory(args):
                             match_threshold=args.match_threshold)
         return clip_pipeline
     cfg = MapConfig(snap_temperature=args.snap_temperature) if args.snap_temperature is not None else None
-    if not args.no_query_head and (args.noun_words or args.no_shape_words):
+    if not args.no_query_head and (args.noun_words is not None or args.no_shape_words):
         def rules_pipeline():
             from rlstack_perception.query_head import DEFAULT_QUERY_HEAD, load_default
 
+            nouns = {} if args.noun_words is None else {"noun_words": args.noun_words}
             head = load_default(Path(args.weights) / "query_head.npz" if args.weights else DEFAULT_QUERY_HEAD,
-                                shape_words=not args.no_shape_words, noun_words=args.noun_words)
+                                shape_words=not args.no_shape_words, **nouns)
             return Pipeline.default(args.weights, query_head=head, match_threshold=args.match_threshold,
                                     map_config=cfg)
         return rules_pipeline
@@ -309,8 +310,11 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default="")
     ap.add_argument("--embedder", choices=("crop_cnn", "clip"), default="crop_cnn")
     ap.add_argument("--no-query-head", action="store_true", help="crop_cnn: cosine queries (the old query side)")
-    ap.add_argument("--noun-words", action="store_true",
-                    help="query head with the WordNet noun table (rlstack_perception.noun_words; off by default)")
+    ap.add_argument("--noun-words", nargs="?", const="full", default=None, choices=("off", "accept", "reject", "full"),
+                    help="query head's WordNet noun rule (rlstack_perception.noun_words): off; accept (a head noun "
+                         "the table grounds accepts its kind); reject (a head noun that is not one of ours accepts "
+                         "none); full (both, and kinds named only by modifiers are not accepted); alone: full; not "
+                         "given: the packaged head's default")
     ap.add_argument("--no-shape-words", action="store_true", help="query head without the WordNet shape table")
     ap.add_argument("--clip-checkpoint", default="", help="open_clip checkpoint (embedder clip)")
     ap.add_argument("--clip-model", default="ViT-B-32", help="open_clip model name or a .json model config")

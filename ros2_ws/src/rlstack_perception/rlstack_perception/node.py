@@ -105,9 +105,11 @@ class SemanticMapNode(Node):
         colour_words = p("colour_words", True, "Query head: read colour names through the xkcd colour survey")
         shape_words = p("shape_words", True, "Query head: accept a shape named by a WordNet synonym of a training "
                         "shape word (column, globe, tube, ...)")
-        noun_words = p("noun_words", False, "Query head: read the query's head noun through the WordNet noun "
-                       "table (mallard is-a duck; 'tennis ball can' is a can, not a ball); off by default, see "
-                       "docs/perception.md")
+        noun_words = p("noun_words", "reject", "Query head: read the query's head noun through the WordNet noun "
+                       "table: reject (a head noun that is-a thing not ours, 'the red goblet', matches nothing), "
+                       "accept (a noun it is-a training word of a kind names that kind: mallard -> duck), full "
+                       "(both; 'tennis ball can' is a can, not a ball) or off; docs/perception.md",
+                       constraints="one of: off, accept, reject, full")
         match_threshold = p("match_threshold", -1.0, "Queries return no match scoring below this ('not here'); "
                             "-1: the query head's calibrated threshold, or none without the head (CLIP: set one)",
                             min_value=-1.0, max_value=1.0)

@@ -230,7 +230,9 @@ class NounLexicon:
         for w, v in table["words"].items():
             self.units[w] = ("absent", "") if v == ABSENT else ("kind", v)
         for w, v in shape_table.items():
-            self.units.setdefault(_norm(w), ("kind", v))
+            # a shape word grounds what the noun table only lists as a noun ("tube")
+            if self.units.get(_norm(w), ("noun", ""))[0] == "noun":
+                self.units[_norm(w)] = ("kind", v)
         # shape words that are no noun of the table are adjectives ("spherical", "cube shaped"): as a modifier
         # one says what shape the head is ("spherical toy"), where a noun modifier names another thing
         # ("ball pump")
@@ -290,6 +292,13 @@ class NounLexicon:
                     cur = []
                 i += nc
                 continue
+            if nu and not nc and self._match(toks, i + nu, self.colours):
+                # a noun naming a colour's shade ("poppy red", "lipstick red", "sky blue"): part of the colour
+                if cur:
+                    runs.append(cur)
+                    cur = []
+                i += nu
+                continue
             if nu:
                 w = " ".join(toks[i:i + nu]).replace("'", "")
                 cur.append((w, typ, self.units[w][1]))
@@ -329,12 +338,25 @@ class NounLexicon:
         return None
 
 
-class NounRule:
-    """Kind compatibility from the head noun (see :class:`NounLexicon`): applied after the head."""
+#: how much of the head-noun decision a :class:`NounRule` applies
+NOUN_RULE_MODES = ("accept", "reject", "full")
 
-    def __init__(self, kinds: Sequence[str], lexicon: Optional[NounLexicon] = None) -> None:
+
+class NounRule:
+    """Kind compatibility from the head noun (see :class:`NounLexicon`): applied after the head.
+
+    ``mode="full"``: a head noun that grounds to a kind accepts it, one that is "not ours" accepts
+    none, and kinds named only by modifiers are not accepted. ``mode="accept"``: only the first (a
+    head noun the table grounds to a kind accepts that kind: "soup *can*" is a cylinder; nothing is
+    taken away). ``mode="reject"``: only the second (a head noun WordNet grounds as not one of ours,
+    "the red *goblet*", accepts no kind; nothing is added)."""
+
+    def __init__(self, kinds: Sequence[str], lexicon: Optional[NounLexicon] = None, mode: str = "full") -> None:
+        if mode not in NOUN_RULE_MODES:
+            raise ValueError(f"noun rule mode must be one of {', '.join(NOUN_RULE_MODES)}, got {mode!r}")
         self.kinds = tuple(kinds)
         self.lex = NounLexicon() if lexicon is None else lexicon
+        self.mode = mode
 
     def apply(self, text: str, kind_compat: np.ndarray) -> np.ndarray:
         d = self.lex.decide(text)
@@ -342,6 +364,12 @@ class NounRule:
             return kind_compat
         what, val, mods = d
         out = np.array(kind_compat, np.float32, copy=True)
+        if self.mode == "accept":
+            if what == "kind" and val in self.kinds:
+                out[self.kinds.index(val)] = 1.0
+            return out
+        if self.mode == "reject":
+            return out * 0.0 if what == "absent" else out
         if what == "absent":
             out[:] = 0.0
             return out

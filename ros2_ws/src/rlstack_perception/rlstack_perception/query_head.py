@@ -39,14 +39,16 @@ class QueryHead:
     the head's own colour outputs are used only when the query names no colour the survey knows.
     ``shape_words``: a shape named by a WordNet synonym of a training shape word
     (:mod:`rlstack_perception.shape_words`) is accepted whatever the head says. ``noun_words``: the
-    query's head noun read through the WordNet noun table (:mod:`rlstack_perception.noun_words`): a noun
-    the head never saw that is-a training word of a kind accepts that kind, one that is-a training absent
-    kind accepts none, and a noun that only modifies another ("tennis *ball* can") does not ground the query
-    (off by default: measured in docs/perception.md, fifteenth session; it raised one absent column in
-    ``home_kinds``)."""
+    query's head noun read through the WordNet noun table (:mod:`rlstack_perception.noun_words`,
+    :class:`~rlstack_perception.noun_words.NounRule` modes): "reject" (the default since the twentieth
+    session): a head noun that is-a training absent kind ("the red goblet") accepts no kind; "accept": a
+    head noun the head never saw that is-a training word of a kind accepts that kind; "full": both, and a
+    noun that only modifies another ("tennis *ball* can") does not ground the query; "off" (or False):
+    none. Measured in docs/perception.md (fifteenth and twentieth sessions): "accept" and "full" raise
+    absent columns."""
 
     def __init__(self, path: os.PathLike | str = DEFAULT_QUERY_HEAD, colour_words: bool = True,
-                 shape_words: bool = True, noun_words: bool = False) -> None:
+                 shape_words: bool = True, noun_words: bool | str = "reject") -> None:
         self.path = Path(path)
         self.colour_rule = None
         self.shape_rule = None
@@ -79,10 +81,11 @@ class QueryHead:
             from rlstack_perception.shape_words import ShapeRule
 
             self.shape_rule = ShapeRule(kinds=self.kinds)
-        if noun_words:
+        mode = {False: "off", True: "full"}[noun_words] if isinstance(noun_words, bool) else str(noun_words)
+        if mode != "off":
             from rlstack_perception.noun_words import NounRule
 
-            self.noun_rule = NounRule(kinds=self.kinds)
+            self.noun_rule = NounRule(kinds=self.kinds, mode=mode)
 
     def canonical(self, text: str) -> str:
         """The wording this head reads best (:func:`~rlstack_perception.query_text.canonical_query`):

@@ -89,6 +89,36 @@ def test_rule_sets_and_clears_kinds():
     np.testing.assert_array_equal(small.apply("the red mallard", np.zeros(3, np.float32)), np.zeros(3))
 
 
+def test_accept_mode_only_accepts_the_kind_the_head_noun_names():
+    """mode="accept": the head noun's kind is accepted; nothing is taken away (modifiers, "not ours")."""
+    rule = N.NounRule(KINDS, mode="accept")
+    head = np.full(len(KINDS), 0.5, np.float32)
+    out = rule.apply("the blue soup can", head)
+    assert out[KINDS.index("cylinder")] == 1.0
+    np.testing.assert_array_equal(np.delete(out, KINDS.index("cylinder")), np.delete(head, KINDS.index("cylinder")))
+    out = rule.apply("the red tennis ball can", head)
+    assert out[KINDS.index("cylinder")] == 1.0 and out[KINDS.index("ball")] == 0.5   # the modifier keeps its score
+    np.testing.assert_array_equal(rule.apply("the red goblet", head), head)          # "not ours": left to the head
+    with pytest.raises(ValueError, match="mode"):
+        N.NounRule(KINDS, mode="some")
+
+
+def test_reject_mode_only_takes_kinds_away_for_a_head_that_is_not_ours():
+    rule = N.NounRule(KINDS, mode="reject")
+    head = np.full(len(KINDS), 0.5, np.float32)
+    assert not rule.apply("the red goblet", head).any()
+    np.testing.assert_array_equal(rule.apply("the red tennis ball can", head), head)   # nothing added or taken
+    np.testing.assert_array_equal(rule.apply("the blue soup can", head), head)
+
+
+def test_a_noun_naming_a_shade_is_part_of_the_colour_and_shape_words_ground_plain_nouns(lex):
+    """"poppy red", "lipstick red": the noun before a colour word names the shade, not the object; "tube",
+    which the noun table only lists as a noun, is a cylinder by the shape table."""
+    assert lex.decide("can I get the poppy red cardboard tube") == ("kind", "cylinder", ())
+    assert lex.decide("the lipstick red goblet") == ("absent", "", ())
+    assert lex.object_phrase("the poppy red square box") == []
+
+
 def test_build_table_is_up_only_and_skips_ambiguous(tmp_path):
     """A tiny WordNet: is-a upwards within max_up, first physical sense, a word reaching two kinds is left out."""
     d = tmp_path
