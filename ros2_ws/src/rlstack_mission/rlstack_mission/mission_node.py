@@ -296,7 +296,8 @@ class MissionNode(Node):
                                 "for this long mean the object fell out: the drive stops, s (wall)", min_value=0.0,
                                 max_value=5.0)
         self.release_rise = d("release_rise", 0.10, "After opening, the hand rises this far, then closes again: "
-                              "fingers that stop on something mean the object is still in the hand, m", min_value=0.02, max_value=0.5)
+                              "fingers that stop on something mean the object is still in the hand, m",
+                              min_value=0.02, max_value=0.5)
         self.open_finger_width = d("open_finger_width", 0.07, "Fingers at least this wide have let go (drop), m",
                                    min_value=0.0, max_value=0.08)
         self.release_attempts = d("release_attempts", 3, "Open-the-gripper tries at the drop-off (close and reopen "

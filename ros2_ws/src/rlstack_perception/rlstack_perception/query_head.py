@@ -82,6 +82,8 @@ class QueryHead:
 
             self.shape_rule = ShapeRule(kinds=self.kinds)
         mode = {False: "off", True: "full"}[noun_words] if isinstance(noun_words, bool) else str(noun_words)
+        if mode not in ("off", "accept", "reject", "full"):
+            raise ValueError(f"noun_words must be off, accept, reject or full, got {mode!r}")
         if mode != "off":
             from rlstack_perception.noun_words import NounRule
 
