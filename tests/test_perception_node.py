@@ -292,7 +292,7 @@ def test_save_clear_load_and_a_corrupt_file_is_set_aside(ros_processes, ros_prob
     assert node.alive()
 
 
-@pytest.mark.parametrize("value, says", [("bogus", "noun_words must be off, accept, reject or full, got 'bogus'"),
+@pytest.mark.parametrize("value, says", [("bogus", "noun_words must be off, accept, reject, heads or full, got 'bogus'"),
                                          ("true", "expecting type 'STRING'")])
 def test_a_bad_noun_words_value_stops_the_node_with_one_line(ros_processes, params_dir, value, says):
     """noun_words is off | accept | reject | full (a string since the twentieth session): anything else,

@@ -310,10 +310,10 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default="")
     ap.add_argument("--embedder", choices=("crop_cnn", "clip"), default="crop_cnn")
     ap.add_argument("--no-query-head", action="store_true", help="crop_cnn: cosine queries (the old query side)")
-    ap.add_argument("--noun-words", nargs="?", const="full", default=None, choices=("off", "accept", "reject", "full"),
+    ap.add_argument("--noun-words", nargs="?", const="full", default=None, choices=("off", "accept", "reject", "heads", "full"),
                     help="query head's WordNet noun rule (rlstack_perception.noun_words): off; accept (a head noun "
                          "the table grounds accepts its kind); reject (a head noun that is not one of ours accepts "
-                         "none); full (both, and kinds named only by modifiers are not accepted); alone: full; not "
+                         "none); heads (both); full (both, and kinds named only by modifiers are not accepted); alone: full; not "
                          "given: the packaged head's default")
     ap.add_argument("--no-shape-words", action="store_true", help="query head without the WordNet shape table")
     ap.add_argument("--clip-checkpoint", default="", help="open_clip checkpoint (embedder clip)")

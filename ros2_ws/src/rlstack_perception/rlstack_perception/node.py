@@ -108,8 +108,8 @@ class SemanticMapNode(Node):
         noun_words = p("noun_words", "reject", "Query head: read the query's head noun through the WordNet noun "
                        "table: reject (a head noun that is-a thing not ours, 'the red goblet', matches nothing), "
                        "accept (a noun it is-a training word of a kind names that kind: mallard -> duck), full "
-                       "(both; 'tennis ball can' is a can, not a ball) or off; docs/perception.md",
-                       constraints="one of: off, accept, reject, full")
+                       "(both, and 'tennis ball can' is a can, not a ball), heads (accept and reject) or off; "
+                       "docs/perception.md", constraints="one of: off, accept, reject, heads, full")
         match_threshold = p("match_threshold", -1.0, "Queries return no match scoring below this ('not here'); "
                             "-1: the query head's calibrated threshold, or none without the head (CLIP: set one)",
                             min_value=-1.0, max_value=1.0)

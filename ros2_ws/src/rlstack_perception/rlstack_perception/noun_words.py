@@ -127,7 +127,8 @@ def _descendants(data) -> Dict[str, int]:
 def build_table(wordnet_dir: Path, train_kinds: Dict[str, Sequence[str]], absent: Iterable[str],
                 max_up: int = 3, max_descendants: int = 150, exclude: Iterable[str] = (),
                 senses: str = "first", seed_senses: str = "all") -> dict:
-    """{"words": {noun: kind or "-"}, "nouns": [other physical single-word nouns]} (see the module doc).
+    """{"words": {noun: kind or "-"}, "nouns": [other physical single-word nouns, and compounds that name
+    something else than their table-grounded last word]} (see the module doc).
     ``exclude``: words left out of the seeds (for the leave-words-out check of :func:`main`). ``senses``:
     which physical senses of a noun are followed upwards: "first" (the most frequent one, WordNet's order)
     or "all"; ``seed_senses`` the same for the training words' synsets."""
@@ -171,7 +172,7 @@ def build_table(wordnet_dir: Path, train_kinds: Dict[str, Sequence[str]], absent
         return None
 
     words: Dict[str, str] = {}
-    nouns = set()
+    nouns, compounds = set(), set()
     for lemma, offs in index.items():
         phys = [o for o in offs if data[o][0] in PHYSICAL_LEXFILES]
         if not phys:
@@ -192,6 +193,13 @@ def build_table(wordnet_dir: Path, train_kinds: Dict[str, Sequence[str]], absent
             words[w] = next(iter(labels))
         elif " " not in w:
             nouns.add(w)
+        else:
+            compounds.add(w)
+    # A compound WordNet lists that does not ground as its last word does, where that last word is itself
+    # grounded only by this table ("watering can": a can is a cylinder here, a watering can is not): a noun
+    # of its own, so that its last word is not read as the head. (A training word's compounds are what the
+    # word names, above.)
+    nouns |= {w for w in compounds if w not in words and words.get(w.split()[-1], ABSENT) != ABSENT}
     return {"words": dict(sorted(words.items())), "nouns": sorted(nouns - set(NOT_HEADS))}
 
 
@@ -339,7 +347,7 @@ class NounLexicon:
 
 
 #: how much of the head-noun decision a :class:`NounRule` applies
-NOUN_RULE_MODES = ("accept", "reject", "full")
+NOUN_RULE_MODES = ("accept", "reject", "heads", "full")
 
 
 class NounRule:
@@ -349,7 +357,8 @@ class NounRule:
     none, and kinds named only by modifiers are not accepted. ``mode="accept"``: only the first (a
     head noun the table grounds to a kind accepts that kind: "soup *can*" is a cylinder; nothing is
     taken away). ``mode="reject"``: only the second (a head noun WordNet grounds as not one of ours,
-    "the red *goblet*", accepts no kind; nothing is added)."""
+    "the red *goblet*", accepts no kind; nothing is added). ``mode="heads"``: the first two, the head
+    noun alone decides (modifiers are left to the query head)."""
 
     def __init__(self, kinds: Sequence[str], lexicon: Optional[NounLexicon] = None, mode: str = "full") -> None:
         if mode not in NOUN_RULE_MODES:
@@ -364,12 +373,12 @@ class NounRule:
             return kind_compat
         what, val, mods = d
         out = np.array(kind_compat, np.float32, copy=True)
-        if self.mode == "accept":
-            if what == "kind" and val in self.kinds:
-                out[self.kinds.index(val)] = 1.0
+        if self.mode in ("accept", "heads") and what == "kind" and val in self.kinds:
+            out[self.kinds.index(val)] = 1.0
+        if self.mode in ("reject", "heads") and what == "absent":
+            out[:] = 0.0
+        if self.mode != "full":
             return out
-        if self.mode == "reject":
-            return out * 0.0 if what == "absent" else out
         if what == "absent":
             out[:] = 0.0
             return out
@@ -397,7 +406,8 @@ def main(argv=None) -> int:
                      "steps, physical senses only) in synsets of the training words (rlstack_perception.wordings."
                      "TRAIN_KINDS: a kind; TRAIN_ABSENT_KINDS: '-', not one of ours; a compound whose last word is a "
                      "training word only where it grounds as that word does); 'nouns': other single-word "
-                     "physical nouns (heads of compounds). Built by python -m rlstack_perception.noun_words --build "
+                     "physical nouns (heads of compounds), and compounds that do not ground as their last word, "
+                     "where that word is grounded by this table ('watering can'). Built by python -m rlstack_perception.noun_words --build "
                      "<wordnet dict dir>.",
             "source": "WordNet 3.0 (Debian package wordnet-base 1:3.0-37)", "license": WORDNET_NOTICE,
             "max_up": args.max_up, "max_descendants": args.max_descendants,

@@ -42,10 +42,10 @@ class QueryHead:
     query's head noun read through the WordNet noun table (:mod:`rlstack_perception.noun_words`,
     :class:`~rlstack_perception.noun_words.NounRule` modes): "reject" (the default since the twentieth
     session): a head noun that is-a training absent kind ("the red goblet") accepts no kind; "accept": a
-    head noun the head never saw that is-a training word of a kind accepts that kind; "full": both, and a
-    noun that only modifies another ("tennis *ball* can") does not ground the query; "off" (or False):
-    none. Measured in docs/perception.md (fifteenth and twentieth sessions): "accept" and "full" raise
-    absent columns."""
+    head noun the head never saw that is-a training word of a kind accepts that kind; "heads": both; "full":
+    both, and a noun that only modifies another ("tennis *ball* can") does not ground the query; "off" (or
+    False): none. Measured in docs/perception.md (fifteenth and twentieth sessions): "accept", "heads" and
+    "full" raise absent columns."""
 
     def __init__(self, path: os.PathLike | str = DEFAULT_QUERY_HEAD, colour_words: bool = True,
                  shape_words: bool = True, noun_words: bool | str = "reject") -> None:
@@ -82,8 +82,8 @@ class QueryHead:
 
             self.shape_rule = ShapeRule(kinds=self.kinds)
         mode = {False: "off", True: "full"}[noun_words] if isinstance(noun_words, bool) else str(noun_words)
-        if mode not in ("off", "accept", "reject", "full"):
-            raise ValueError(f"noun_words must be off, accept, reject or full, got {mode!r}")
+        if mode not in ("off", "accept", "reject", "heads", "full"):
+            raise ValueError(f"noun_words must be off, accept, reject, heads or full, got {mode!r}")
         if mode != "off":
             from rlstack_perception.noun_words import NounRule
 

@@ -157,3 +157,24 @@ def test_build_table_is_up_only_and_skips_ambiguous(tmp_path):
     assert "cupbottle" not in t["words"] and "jar" not in t["words"] and "teacup" not in t["words"]
     assert "cup" not in t["words"] and "glass" not in t["words"]
     assert N.build_table(d, {"mug": ("cup",)}, (), max_up=4)["words"]["teacup"] == "mug"
+
+
+def test_heads_mode_accepts_and_rejects_by_the_head_noun_only():
+    rule = N.NounRule(KINDS, mode="heads")
+    head = np.full(len(KINDS), 0.5, np.float32)
+    assert rule.apply("the blue soup can", head)[KINDS.index("cylinder")] == 1.0
+    assert not rule.apply("the red goblet", head).any()
+    out = rule.apply("the red tennis ball can", head)
+    assert out[KINDS.index("cylinder")] == 1.0 and out[KINDS.index("ball")] == 0.5   # modifiers left alone
+
+
+def test_a_compound_that_is_not_what_its_table_grounded_last_word_names_is_its_own_noun(lex):
+    """WordNet's "watering can" is not a can of ours (a can grounds as a cylinder only through the table):
+    the compound is a noun of its own, not read by its last word; a compound of a *training* word is
+    still what that word names ("salad bowl")."""
+    assert lex.units["watering can"] == ("noun", "")
+    assert lex.object_phrase("the red watering can") == []   # a noun alone: nothing to decide
+    assert lex.decide("the red watering can") is None
+    assert lex.decide("the blue soup can") == ("kind", "cylinder", ())
+    table = N.load_table()
+    assert "watering can" in table["nouns"] and "can" in table["words"]
