@@ -32,9 +32,11 @@ from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from visualization_msgs.msg import MarkerArray
 
-from rlstack_bundle.frames import quat_mul, quat_rotate
 from rlstack_common import declare_parameter, run_node
 from rlstack_common.qos import LATCHED
+from sim_bridges.contract import Pose as SimPose
+
+from .convert import _fill_pose, relative_pose
 
 Pose = Tuple[np.ndarray, np.ndarray]   # position (3,), quaternion (x, y, z, w)
 
@@ -51,13 +53,12 @@ def nearest_object(objects: Mapping[str, Pose], point: Sequence[float], radius: 
 
 def in_base_frame(base: Pose, obj: Pose) -> Pose:
     """``obj`` (pose in the world) expressed in the frame of ``base`` (the base's pose in the same world)."""
-    b_pos, b_quat = np.asarray(base[0], float), np.asarray(base[1], float)
+    b_quat = np.asarray(base[1], float)
     norm = float(np.linalg.norm(b_quat))
     if not math.isfinite(norm) or norm < 1e-9:
         raise ValueError(f"base orientation is not a rotation: {b_quat.tolist()}")
-    inv = (-b_quat[0] / norm, -b_quat[1] / norm, -b_quat[2] / norm, b_quat[3] / norm)
-    return (np.array(quat_rotate(inv, np.asarray(obj[0], float) - b_pos)),
-            np.array(quat_mul(inv, np.asarray(obj[1], float))))
+    return relative_pose(SimPose(np.asarray(base[0], float), b_quat / norm),
+                         SimPose(np.asarray(obj[0], float), np.asarray(obj[1], float)))
 
 
 class GroundTruthGraspTarget(Node):
@@ -125,9 +126,7 @@ class GroundTruthGraspTarget(Node):
         msg = PoseStamped()
         msg.header.stamp = self.get_clock().now().to_msg()
         msg.header.frame_id = self.base_frame
-        msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = (float(v) for v in pos)
-        (msg.pose.orientation.x, msg.pose.orientation.y, msg.pose.orientation.z,
-         msg.pose.orientation.w) = (float(v) for v in quat)
+        _fill_pose(msg.pose, pos, quat)
         self.pub.publish(msg)
 
 
