@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rlstack_perception.noun_words import NOUN_RULE_MODES
 from rlstack_perception.semantic_map import FORMAT as MAP_FORMAT
 from rlstack_perception.wordings import UNSEEN_SHAPE_WORDS
 
@@ -310,7 +311,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default="")
     ap.add_argument("--embedder", choices=("crop_cnn", "clip"), default="crop_cnn")
     ap.add_argument("--no-query-head", action="store_true", help="crop_cnn: cosine queries (the old query side)")
-    ap.add_argument("--noun-words", nargs="?", const="full", default=None, choices=("off", "accept", "reject", "heads", "full"),
+    ap.add_argument("--noun-words", nargs="?", const="full", default=None, choices=("off",) + NOUN_RULE_MODES,
                     help="query head's WordNet noun rule (rlstack_perception.noun_words): off; accept (a head noun "
                          "the table grounds accepts its kind); reject (a head noun that is not one of ours accepts "
                          "none); heads (both); full (both, and kinds named only by modifiers are not accepted); alone: full; not "

@@ -373,19 +373,14 @@ class NounRule:
             return kind_compat
         what, val, mods = d
         out = np.array(kind_compat, np.float32, copy=True)
-        if self.mode in ("accept", "heads") and what == "kind" and val in self.kinds:
-            out[self.kinds.index(val)] = 1.0
-        if self.mode in ("reject", "heads") and what == "absent":
-            out[:] = 0.0
-        if self.mode != "full":
-            return out
-        if what == "absent":
+        if what == "absent" and self.mode != "accept":
             out[:] = 0.0
             return out
-        for m in mods:
-            if m in self.kinds:
-                out[self.kinds.index(m)] = 0.0
-        if what == "kind" and val in self.kinds:
+        if self.mode == "full":
+            for m in mods:
+                if m in self.kinds:
+                    out[self.kinds.index(m)] = 0.0
+        if what == "kind" and val in self.kinds and self.mode != "reject":
             out[self.kinds.index(val)] = 1.0
         return out
 

@@ -82,11 +82,12 @@ class QueryHead:
 
             self.shape_rule = ShapeRule(kinds=self.kinds)
         mode = {False: "off", True: "full"}[noun_words] if isinstance(noun_words, bool) else str(noun_words)
-        if mode not in ("off", "accept", "reject", "heads", "full"):
-            raise ValueError(f"noun_words must be off, accept, reject, heads or full, got {mode!r}")
-        if mode != "off":
-            from rlstack_perception.noun_words import NounRule
+        from rlstack_perception.noun_words import NOUN_RULE_MODES, NounRule
 
+        if mode not in ("off",) + NOUN_RULE_MODES:
+            raise ValueError(f"noun_words must be off, {', '.join(NOUN_RULE_MODES[:-1])} or {NOUN_RULE_MODES[-1]}, "
+                             f"got {mode!r}")
+        if mode != "off":
             self.noun_rule = NounRule(kinds=self.kinds, mode=mode)
 
     def canonical(self, text: str) -> str:

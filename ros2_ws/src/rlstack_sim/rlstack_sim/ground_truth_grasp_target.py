@@ -110,8 +110,10 @@ class GroundTruthGraspTarget(Node):
             return   # matched when the ground truth arrives
         self.target = nearest_object(self.objects, self.request, self.radius)
         if self.target is None:
+            # matched again with each ground-truth message (20 Hz) until it ends: said every 5 s, not each time
             self.get_logger().warning(f"no object within {self.radius:g} m of the requested "
-                                      f"{np.round(self.request, 3).tolist()}: no grasp target")
+                                      f"{np.round(self.request, 3).tolist()}: no grasp target",
+                                      throttle_duration_sec=5.0)
         else:
             self.get_logger().info(f"grasp target: '{self.target}' (ground truth)")
 
