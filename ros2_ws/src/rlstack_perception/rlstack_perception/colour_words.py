@@ -39,20 +39,38 @@ def lexicon(path: Path = LEXICON_FILE) -> Dict[str, Tuple[float, float, float]]:
     return out
 
 
+#: Berlin and Kay's basic colour terms: the heads of compound colour names ("poppy red", "jungle green")
+BASIC_TERMS = frozenset("black white red green yellow blue brown purple pink orange grey gray".split())
+
+
 def find_colour(text: str, exclude: Iterable[str] = (), max_words: int = 4,
                 lex: Optional[Dict[str, Tuple[float, float, float]]] = None) -> Optional[Tuple[str, Tuple[float, ...]]]:
-    """(name, rgb) of the first colour name in ``text`` (longest at each position), or None.
+    """(name, rgb) of the first colour name in ``text`` (longest at each position; of adjacent names, the
+    last), or None.
 
     ``exclude``: phrases that are never read as colours (our shape words such as "brick").
     """
     lex = lex or lexicon()
     words = _norm(text).split()
     skip = {_norm(e) for e in exclude}
-    for i in range(len(words)):
+
+    def longest_at(i: int) -> int:
         for n in range(min(max_words, len(words) - i), 0, -1):
             cand = " ".join(words[i:i + n])
             if cand in lex and cand not in skip:
-                return cand, lex[cand]
+                return n
+        return 0
+
+    for i in range(len(words)):
+        n = longest_at(i)
+        if n:
+            # a colour name right before a basic colour term names a shade of it, the head of the compound
+            # ("candy-apple red" is a red, though "apple" alone is a green); a name before another kind of
+            # colour name may be a colour before a noun ("the green wine bottle", "the blue sand bucket")
+            while i + n < len(words) and words[i + n] in BASIC_TERMS and longest_at(i + n) == 1:
+                i, n = i + n, 1
+            cand = " ".join(words[i:i + n])
+            return cand, lex[cand]
     return None
 
 

@@ -105,10 +105,10 @@ class SemanticMapNode(Node):
         colour_words = p("colour_words", True, "Query head: read colour names through the xkcd colour survey")
         shape_words = p("shape_words", True, "Query head: accept a shape named by a WordNet synonym of a training "
                         "shape word (column, globe, tube, ...)")
-        noun_words = p("noun_words", "reject", "Query head: read the query's head noun through the WordNet noun "
-                       "table: reject (a head noun that is-a thing not ours, 'the red goblet', matches nothing), "
-                       "accept (a noun it is-a training word of a kind names that kind: mallard -> duck), full "
-                       "(both, and 'tennis ball can' is a can, not a ball), heads (accept and reject) or off; "
+        noun_words = p("noun_words", "heads", "Query head: read the query's head noun through the WordNet noun "
+                       "table: heads (accept and reject), reject (a head noun that is-a thing not ours, 'the red "
+                       "goblet', matches nothing), accept (a noun that is-a training word of a kind names that "
+                       "kind: mallard -> duck), full (both, and 'tennis ball can' is a can, not a ball) or off; "
                        "docs/perception.md", constraints="one of: off, accept, reject, heads, full")
         match_threshold = p("match_threshold", -1.0, "Queries return no match scoring below this ('not here'); "
                             "-1: the query head's calibrated threshold, or none without the head (CLIP: set one)",

@@ -9,7 +9,10 @@ lexicon:
 * **is-a, upwards.** A noun one of whose physical senses (noun.animal, artifact, food, object,
   plant, shape) reaches, within ``max_up`` hypernym steps, a synset holding a *training* word of one
   kind names that kind ("mallard" is-a duck; "can" is in the synset of the training word "tin").
-  Training absent kinds ground the same way to "not ours" ("goose" is-a bird). Each sense stops at
+  Training absent kinds ground the same way to "not ours" ("goose" is-a bird). A written work is a
+  thing too: a training word's most frequent sense seeds its kind where it is one (noun.communication:
+  "book"), and a noun whose most frequent sense is no thing is grounded by that sense where it reaches
+  such a seed ("atlas" is a book of maps before it is a column). Each sense stops at
   the nearest such synset; a word whose senses reach different kinds (or a kind and "not ours") is
   left out, and so are seed synsets with more than ``max_descendants`` hyponyms below them (too
   general to name one kind), the training words themselves (the head knows them) and instance
@@ -49,6 +52,8 @@ from rlstack_perception.shape_words import WORDNET_NOTICE, _index_rows, _norm, _
 TABLE_FILE = Path(__file__).resolve().parent / "wordings" / "wordnet_nouns.json"
 #: noun lexicographer files of physical things: animal, artifact, food, object, plant, shape
 PHYSICAL_LEXFILES = (5, 6, 13, 17, 20, 25)
+#: noun.communication: a written work ("book": its most frequent sense), whose copies are things
+COMMUNICATION_LEXFILE = 10
 #: those a kind's seed synsets may come from (none of our kinds is a plant: the pine cone is not a cone)
 KIND_SEED_LEXFILES = (5, 6, 13, 17, 25)
 #: modal verbs: WordNet has no modal senses, so its verb counts do not apply to them; "can" is a noun except
@@ -88,8 +93,9 @@ def _mostly_noun(word: str, counts) -> bool:
     return n[0] >= max(s for s, _t in other)
 
 
-def _read_noun_data(path: Path) -> Dict[str, Tuple[int, List[str], List[str]]]:
-    """offset -> (lexfile, lemmas, hypernym offsets) of every noun synset."""
+def _read_noun_data(path: Path) -> Dict[str, Tuple[int, List[str], List[str], bool]]:
+    """offset -> (lexfile, lemmas, hypernym offsets, instance) of every noun synset (instance: a proper name,
+    "Atlas" the Titan)."""
     out = {}
     for line in path.read_text(encoding="latin-1").splitlines():
         if line.startswith(" "):
@@ -99,13 +105,14 @@ def _read_noun_data(path: Path) -> Dict[str, Tuple[int, List[str], List[str]]]:
         lemmas = [re.sub(r"\(.*\)$", "", p[4 + 2 * i]) for i in range(wc)]
         k = 4 + 2 * wc
         ups = [p[k + 2 + 4 * i] for i in range(int(p[k])) if p[k + 1 + 4 * i] == "@" and p[k + 3 + 4 * i] == "n"]
-        out[p[0]] = (lex, lemmas, ups)
+        instance = any(p[k + 1 + 4 * i] == "@i" for i in range(int(p[k])))
+        out[p[0]] = (lex, lemmas, ups, instance)
     return out
 
 
 def _descendants(data) -> Dict[str, int]:
     down: Dict[str, List[str]] = {}
-    for off, (_lex, _lem, ups) in data.items():
+    for off, (_lex, _lem, ups, _inst) in data.items():
         for u in ups:
             down.setdefault(u, []).append(off)
     memo: Dict[str, set] = {}
@@ -126,12 +133,14 @@ def _descendants(data) -> Dict[str, int]:
 
 def build_table(wordnet_dir: Path, train_kinds: Dict[str, Sequence[str]], absent: Iterable[str],
                 max_up: int = 3, max_descendants: int = 150, exclude: Iterable[str] = (),
-                senses: str = "first", seed_senses: str = "all") -> dict:
+                senses: str = "first", seed_senses: str = "all", main_sense: bool = True) -> dict:
     """{"words": {noun: kind or "-"}, "nouns": [other physical single-word nouns, and compounds that name
     something else than their table-grounded last word]} (see the module doc).
     ``exclude``: words left out of the seeds (for the leave-words-out check of :func:`main`). ``senses``:
     which physical senses of a noun are followed upwards: "first" (the most frequent one, WordNet's order)
-    or "all"; ``seed_senses`` the same for the training words' synsets."""
+    or "all"; ``seed_senses`` the same for the training words' synsets. ``main_sense``: also seed a kind
+    with its training words' most frequent sense where that is a written work (noun.communication: "book"),
+    and let a noun whose most frequent sense is no thing be grounded by that sense where it reaches a seed."""
     d = Path(wordnet_dir)
     index = _read_index(d / "index.noun")
     data = _read_noun_data(d / "data.noun")
@@ -143,13 +152,20 @@ def build_table(wordnet_dir: Path, train_kinds: Dict[str, Sequence[str]], absent
     # a training word also names WordNet's lemma spelt as one word or hyphenated ("pine cone": pinecone)
     spellings = lambda w: dict.fromkeys([w.replace(" ", "_"), w.replace(" ", ""), w.replace(" ", "-")])  # noqa: E731
     known = set(kind_words) | absent | {s.replace("_", " ") for w in set(kind_words) | absent for s in spellings(w)}
+    def _main_sense(word) -> Optional[str]:
+        """A word's most frequent sense that is not a proper name (WordNet's order), whatever its lexfile."""
+        return next((o for s in spellings(word) for o in index.get(s, []) if not data[o][3]), None)
+
     seeds: Dict[str, set] = {}
     for word, label in [(w, k) for w, k in kind_words.items()] + [(w, ABSENT) for w in absent]:
         if word in exclude:
             continue
         lexfiles = PHYSICAL_LEXFILES if label == ABSENT else KIND_SEED_LEXFILES
         phys = list(dict.fromkeys(o for s in spellings(word) for o in index.get(s, []) if data[o][0] in lexfiles))
-        for off in (phys[:1] if seed_senses == "first" else phys):
+        main = _main_sense(word)
+        extra = ([main] if main_sense and label != ABSENT and main and main not in phys
+                 and data[main][0] == COMMUNICATION_LEXFILE else [])
+        for off in (phys[:1] if seed_senses == "first" else phys) + extra:
             if label != ABSENT and ndesc[off] > max_descendants:
                 continue
             seeds.setdefault(off, set()).add(label)
@@ -183,6 +199,11 @@ def build_table(wordnet_dir: Path, train_kinds: Dict[str, Sequence[str]], absent
         if " " not in w and (w in MODALS - {"can"} or (w not in MODALS and not _mostly_noun(lemma, counts))):
             continue
         labels = {sense_label(o) for o in (phys[:1] if senses == "first" else phys)} - {None}
+        main = next((o for o in offs if not data[o][3]), None)
+        if main_sense and main is not None and data[main][0] not in PHYSICAL_LEXFILES and sense_label(main):
+            # the word's most frequent sense is no thing but reaches a kind's written-work seed: that sense
+            # decides ("atlas": a book of maps, not the column its first physical sense is)
+            labels = {sense_label(main)}
         last = w.split()[-1]
         if " " in w and (last in kind_words or last in absent):
             # a compound is what its last word names ("salad bowl" is a bowl, even where WordNet's first
@@ -399,7 +420,8 @@ def main(argv=None) -> int:
         TABLE_FILE.write_text(json.dumps({
             "about": "Object nouns grounded through WordNet 3.0's noun hypernyms (is-a, upwards, at most max_up "
                      "steps, physical senses only) in synsets of the training words (rlstack_perception.wordings."
-                     "TRAIN_KINDS: a kind; TRAIN_ABSENT_KINDS: '-', not one of ours; a compound whose last word is a "
+                     "TRAIN_KINDS: a kind; TRAIN_ABSENT_KINDS: '-', not one of ours; a written work, noun.communication, where "
+                     "it is the word's most frequent sense; a compound whose last word is a "
                      "training word only where it grounds as that word does); 'nouns': other single-word "
                      "physical nouns (heads of compounds), and compounds that do not ground as their last word, "
                      "where that word is grounded by this table ('watering can'). Built by python -m rlstack_perception.noun_words --build "

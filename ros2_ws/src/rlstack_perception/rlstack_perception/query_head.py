@@ -40,15 +40,15 @@ class QueryHead:
     ``shape_words``: a shape named by a WordNet synonym of a training shape word
     (:mod:`rlstack_perception.shape_words`) is accepted whatever the head says. ``noun_words``: the
     query's head noun read through the WordNet noun table (:mod:`rlstack_perception.noun_words`,
-    :class:`~rlstack_perception.noun_words.NounRule` modes): "reject" (the default since the twentieth
-    session): a head noun that is-a training absent kind ("the red goblet") accepts no kind; "accept": a
-    head noun the head never saw that is-a training word of a kind accepts that kind; "heads": both; "full":
-    both, and a noun that only modifies another ("tennis *ball* can") does not ground the query; "off" (or
-    False): none. Measured in docs/perception.md (fifteenth and twentieth sessions): "accept", "heads" and
-    "full" raise absent columns."""
+    :class:`~rlstack_perception.noun_words.NounRule` modes): "heads" (the default since the twenty-first
+    session): "reject" and "accept" both; "reject": a head noun that is-a training absent kind ("the red
+    goblet") accepts no kind; "accept": a head noun the head never saw that is-a training word of a kind
+    accepts that kind ("the soup can" is a cylinder); "full": both, and a noun that only modifies another
+    ("tennis *ball* can") does not ground the query; "off" (or False): none. Measured in docs/perception.md
+    (fifteenth, twentieth and twenty-first sessions)."""
 
     def __init__(self, path: os.PathLike | str = DEFAULT_QUERY_HEAD, colour_words: bool = True,
-                 shape_words: bool = True, noun_words: bool | str = "reject") -> None:
+                 shape_words: bool = True, noun_words: bool | str = "heads") -> None:
         self.path = Path(path)
         self.colour_rule = None
         self.shape_rule = None

@@ -119,26 +119,12 @@ def test_a_noun_naming_a_shade_is_part_of_the_colour_and_shape_words_ground_plai
     assert lex.object_phrase("the poppy red square box") == []
 
 
-def test_build_table_is_up_only_and_skips_ambiguous(tmp_path):
-    """A tiny WordNet: is-a upwards within max_up, first physical sense, a word reaching two kinds is left out."""
-    d = tmp_path
-    syn = {  # offset: (lexfile, lemmas, hypernyms)
-        "00000001": (6, ["container"], []),
-        "00000002": (6, ["cup"], ["00000001"]),           # training word of mug
-        "00000003": (6, ["stein"], ["00000002"]),          # is-a cup: mug
-        "00000004": (6, ["bottle"], ["00000001"]),         # training word of bottle
-        "00000005": (6, ["cupbottle"], ["00000002", "00000004"]),   # reaches both: left out
-        "00000006": (6, ["jar"], ["00000001"]),            # a sibling, not below cup: not grounded
-        "00000007": (6, ["glass"], ["00000001"]),          # training absent kind
-        "00000008": (6, ["goblet"], ["00000007"]),
-        "00000009": (6, ["teacup"], ["00000010"]),
-        "00000010": (6, ["x1"], ["00000011"]),
-        "00000011": (6, ["x2"], ["00000012"]),
-        "00000012": (6, ["x3"], ["00000002"]),             # teacup is 4 steps below cup
-    }
+def _tiny_wordnet(d, syn):
+    """Write a WordNet dict folder: ``syn`` is {offset: (lexfile, lemmas, hypernyms)} in sense order (a
+    hypernym written "i:OFFSET" is an instance's, a proper name's)."""
     lines = {}
     for off, (lex, lemmas, ups) in syn.items():
-        ptrs = " ".join(f"@ {u} n 0000" for u in ups)
+        ptrs = " ".join(f"@i {u[2:]} n 0000" if u.startswith("i:") else f"@ {u} n 0000" for u in ups)
         words = " ".join(f"{w} 0" for w in lemmas)
         lines[off] = f"{off} {lex:02d} n {len(lemmas):02x} {words} {len(ups):03d} {ptrs} | gloss"
     # data.noun is read line by line (offsets are keys, not byte positions, in this reader)
@@ -151,12 +137,59 @@ def test_build_table_is_up_only_and_skips_ambiguous(tmp_path):
         f"{w} n {len(o)} 1 @ {len(o)} 1 {' '.join(o)}" for w, o in sorted(idx.items())) + "\n")
     for pos in ("verb", "adj", "adv"):
         (d / f"index.{pos}").write_text("  header\n")
+
+
+def test_build_table_is_up_only_and_skips_ambiguous(tmp_path):
+    """A tiny WordNet: is-a upwards within max_up, first physical sense, a word reaching two kinds is left out."""
+    d = tmp_path
+    _tiny_wordnet(d, {  # offset: (lexfile, lemmas, hypernyms)
+        "00000001": (6, ["container"], []),
+        "00000002": (6, ["cup"], ["00000001"]),           # training word of mug
+        "00000003": (6, ["stein"], ["00000002"]),          # is-a cup: mug
+        "00000004": (6, ["bottle"], ["00000001"]),         # training word of bottle
+        "00000005": (6, ["cupbottle"], ["00000002", "00000004"]),   # reaches both: left out
+        "00000006": (6, ["jar"], ["00000001"]),            # a sibling, not below cup: not grounded
+        "00000007": (6, ["glass"], ["00000001"]),          # training absent kind
+        "00000008": (6, ["goblet"], ["00000007"]),
+        "00000009": (6, ["teacup"], ["00000010"]),
+        "00000010": (6, ["x1"], ["00000011"]),
+        "00000011": (6, ["x2"], ["00000012"]),
+        "00000012": (6, ["x3"], ["00000002"]),             # teacup is 4 steps below cup
+    })
     t = N.build_table(d, {"mug": ("cup",), "bottle": ("bottle",)}, ("glass",), max_up=3)
     assert t["words"]["stein"] == "mug"
     assert t["words"]["goblet"] == N.ABSENT
     assert "cupbottle" not in t["words"] and "jar" not in t["words"] and "teacup" not in t["words"]
     assert "cup" not in t["words"] and "glass" not in t["words"]
     assert N.build_table(d, {"mug": ("cup",)}, (), max_up=4)["words"]["teacup"] == "mug"
+
+
+def test_build_table_a_written_work_is_a_book_before_its_rarer_physical_senses(tmp_path):
+    """A noun whose most frequent (non-proper-name) sense is a written work grounds as the kind whose training
+    word's most frequent sense is a written work ("atlas": a book of maps, though its first *physical* sense is
+    a column); a training word's most frequent sense of another non-physical kind seeds nothing ("sphere":
+    a domain)."""
+    d = tmp_path
+    _tiny_wordnet(d, {
+        "00000001": (10, ["writing"], []),
+        "00000002": (10, ["book"], ["00000001"]),          # book's most frequent sense: a written work
+        "00000003": (6, ["book", "volume"], ["00000009"]),   # book the object
+        "00000004": (18, ["atlas"], ["i:00000010"]),        # Atlas the Titan: a proper name, skipped
+        "00000005": (10, ["atlas"], ["00000002"]),         # a book of maps
+        "00000006": (6, ["atlas", "telamon"], ["00000007"]),   # a column shaped as a man
+        "00000007": (6, ["pillar"], ["00000009"]),          # training word of cylinder
+        "00000008": (9, ["sphere"], []),                   # sphere's most frequent sense: a domain
+        "00000009": (6, ["artifact"], []),
+        "00000010": (18, ["titan"], []),
+        "00000011": (9, ["arena"], ["00000008"]),          # a domain: no thing
+        "00000012": (6, ["arena"], ["00000009"]),
+        "00000013": (6, ["sphere"], ["00000009"]),          # the ball
+    })
+    kinds = {"book": ("book",), "cylinder": ("pillar",), "ball": ("sphere",)}
+    t = N.build_table(d, kinds, ())
+    assert t["words"]["atlas"] == "book"
+    assert "arena" not in t["words"]
+    assert N.build_table(d, kinds, (), main_sense=False)["words"]["atlas"] == "cylinder"
 
 
 def test_heads_mode_accepts_and_rejects_by_the_head_noun_only():

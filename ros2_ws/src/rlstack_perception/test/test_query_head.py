@@ -52,6 +52,17 @@ def test_colour_words_through_the_survey():
     assert rule.compat("a magenta ball").tolist() == [0, 0, 0, 0]
 
 
+def test_a_colour_name_before_a_basic_colour_term_names_its_shade():
+    """English compounds are head-final: "candy-apple red" is a red, though "apple" alone is a green; a
+    colour name before a colour name that is no basic term keeps its place ("the green wine bottle")."""
+    rule = ColourRule.default()
+    assert find_colour("the candy-apple red vial")[0] == "red"
+    assert rule.compat("go on, get the candy-apple red salver").tolist() == [1, 0, 0, 0]
+    assert find_colour("the apple green atlas")[0] == "apple green"     # the survey's own compound
+    assert find_colour("the green wine bottle")[0] == "green"
+    assert find_colour("the blue sand bucket")[0] == "blue"
+
+
 def test_cyan_hues_are_not_ours_and_greens_blues_stay():
     """The cyan hue region has an absent anchor ("aqua", nineteenth session): a turquoise or aqua thing is
     not one of our four colours, while green and blue names beside that region keep their colour (the
