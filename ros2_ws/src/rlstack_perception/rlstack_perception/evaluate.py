@@ -173,7 +173,6 @@ def evaluate(layouts=(2000, 2001, 2002, 2003, 2004), views: int = 3, scenes=("ho
     from sim_bridges import make_backend
 
     from rlstack_perception import simtools as st
-    from rlstack_perception import wordings as W
     from rlstack_perception.localise import surface_centroid
     from rlstack_perception.pipeline import Pipeline
 

@@ -40,7 +40,6 @@ import argparse
 import json
 import re
 import sys
-from collections import deque
 from functools import lru_cache
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
