@@ -151,6 +151,7 @@ def build_table(wordnet_dir: Path, train_kinds: Dict[str, Sequence[str]], absent
     # a training word also names WordNet's lemma spelt as one word or hyphenated ("pine cone": pinecone)
     spellings = lambda w: dict.fromkeys([w.replace(" ", "_"), w.replace(" ", ""), w.replace(" ", "-")])  # noqa: E731
     known = set(kind_words) | absent | {s.replace("_", " ") for w in set(kind_words) | absent for s in spellings(w)}
+
     def _main_sense(word) -> Optional[str]:
         """A word's most frequent sense that is not a proper name (WordNet's order), whatever its lexfile."""
         return next((o for s in spellings(word) for o in index.get(s, []) if not data[o][3]), None)
@@ -199,10 +200,11 @@ def build_table(wordnet_dir: Path, train_kinds: Dict[str, Sequence[str]], absent
             continue
         labels = {sense_label(o) for o in (phys[:1] if senses == "first" else phys)} - {None}
         main = next((o for o in offs if not data[o][3]), None)
-        if main_sense and main is not None and data[main][0] not in PHYSICAL_LEXFILES and sense_label(main):
+        main_label = sense_label(main) if main_sense and main and data[main][0] not in PHYSICAL_LEXFILES else None
+        if main_label:
             # the word's most frequent sense is no thing but reaches a kind's written-work seed: that sense
             # decides ("atlas": a book of maps, not the column its first physical sense is)
-            labels = {sense_label(main)}
+            labels = {main_label}
         last = w.split()[-1]
         if " " in w and (last in kind_words or last in absent):
             # a compound is what its last word names ("salad bowl" is a bowl, even where WordNet's first
