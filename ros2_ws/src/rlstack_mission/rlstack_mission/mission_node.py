@@ -80,6 +80,7 @@ class MissionNode(Node):
         self.obstacle_grid: Optional[OccupancyGrid] = None
         self.finger_pair: Tuple[float, ...] = ()   # the two finger joints, m (() until /joint_states)
         self.last_topic_target = -math.inf   # monotonic time of the last /grasp_target (topic source)
+        self.topic_target: Optional[PoseStamped] = None   # the last /grasp_target (topic source)
         # the grasp target, held in odom through the grasp (set when a grasp starts, cleared after)
         self.held_target: Optional[Tuple[np.ndarray, np.ndarray]] = None
         self.goal_handle = None
@@ -284,9 +285,10 @@ class MissionNode(Node):
         self.grasp_timeout = d("grasp_timeout_s", 14.0, "Time for one lift, s (sim time)", min_value=1.0,
                                max_value=600.0)
         self.lift_height = d("lift_height", 0.10, "Lift needed for a grasp to count, m", min_value=0.01, max_value=1.0)
-        self.align_wrist = d("align_wrist", True, "Robot mode: before the lift, turn the gripper square to the "
-                             "estimated object's sides (/arm/ee_yaw = its yaw mod 90 deg in base_link), as "
-                             "policies/mobile_lift_perceived is evaluated; back to 0 when the arm is clear")
+        self.align_wrist = d("align_wrist", True, "Before the lift, turn the gripper square to the grasp target's "
+                             "sides (/arm/ee_yaw = its yaw mod 90 deg in base_link: the held estimate in robot "
+                             "mode, as policies/mobile_lift_perceived is evaluated; the answer on /grasp_target "
+                             "with grasp_target_source topic); back to 0 when the arm is clear")
         self.wrist_turn_s = d("wrist_turn_s", 0.6, "Time given to a wrist turn before the lift starts, s (sim time)",
                               min_value=0.0, max_value=10.0)
         self.hold_s = d("hold_s", 1.0, "The lift must hold this long, s (sim time)", min_value=0.0, max_value=60.0)
@@ -399,7 +401,8 @@ class MissionNode(Node):
         width = self.fingers
         return width is not None and width > self.min_finger_width
 
-    def _on_topic_target(self, _msg: PoseStamped) -> None:
+    def _on_topic_target(self, msg: PoseStamped) -> None:
+        self.topic_target = msg
         self.last_topic_target = time.monotonic()
 
     # ------------------------------------------------------------------ outputs

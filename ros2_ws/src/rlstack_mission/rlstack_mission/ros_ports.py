@@ -410,6 +410,22 @@ class RosPorts:
             time.sleep(0.02)
         return GraspOutcome(True)
 
+    def _topic_target_yaw(self) -> Optional[float]:
+        """The yaw about base_link z of the last /grasp_target (topic source; None: none, or no transform)."""
+        msg = self.n.topic_target
+        if msg is None:
+            return None
+        p, q = msg.pose.position, msg.pose.orientation
+        quat = np.array([q.x, q.y, q.z, q.w])
+        frame = msg.header.frame_id or self.n.base_frame
+        if frame == self.n.base_frame:
+            return yaw_of(quat)
+        try:
+            return yaw_of(to_frame(self.n.tf, np.array([p.x, p.y, p.z]), quat, frame, self.n.base_frame)[1])
+        except KeyError as exc:
+            self.n.get_logger().warning(f"/grasp_target in '{frame}': no wrist turn ({exc})")
+            return None
+
     def _end_topic_request(self) -> None:
         """No grasp request stands (an empty ``frame_id`` on /fetch/grasp_request), topic source only."""
         if self.n.grasp_source == "topic":
@@ -530,6 +546,11 @@ class RosPorts:
             asked = self._request_topic_target(target)
             if not asked.ok:
                 return asked
+            yaw = self._topic_target_yaw() if self.n.align_wrist else None
+            if yaw is not None:
+                # the lift keeps the gripper's yaw: square to the cube's sides, or it closes on the corners
+                # of a cube turned near 45 deg (the fingers stop past open_finger_width, no grip)
+                self._turn_wrist(wrap_quarter(yaw))
         elif estimate or self.n.held_target is None:
             estimated = self.estimate_target(target)
             if not estimated.ok:
