@@ -9,14 +9,14 @@ lexicon:
 * **is-a, upwards.** A noun one of whose physical senses (noun.animal, artifact, food, object,
   plant, shape) reaches, within ``max_up`` hypernym steps, a synset holding a *training* word of one
   kind names that kind ("mallard" is-a duck; "can" is in the synset of the training word "tin").
-  Training absent kinds ground the same way to "not ours" ("goose" is-a bird). A written work is a
-  thing too: a training word's most frequent sense seeds its kind where it is one (noun.communication:
-  "book"), and a noun whose most frequent sense is no thing is grounded by that sense where it reaches
-  such a seed ("atlas" is a book of maps before it is a column). Each sense stops at
-  the nearest such synset; a word whose senses reach different kinds (or a kind and "not ours") is
-  left out, and so are seed synsets with more than ``max_descendants`` hyponyms below them (too
-  general to name one kind), the training words themselves (the head knows them) and instance
-  (proper-name) senses. Nothing goes downwards or sideways (a rabbit is not a hare).
+  Training absent kinds ground the same way to "not ours" ("goblet" is-a glass; "goose", four steps
+  below "bird", is too far). A written work is a thing too: a training word's most frequent sense
+  seeds its kind where it is one (noun.communication: "book"), and a noun whose most frequent sense
+  is no thing is grounded by that sense where it reaches such a seed ("atlas" is a book of maps
+  before it is a column). Each sense stops at the nearest such synset; a word whose senses reach
+  different kinds (or a kind and "not ours") is left out, and so are seed synsets with more than
+  ``max_descendants`` hyponyms below them (too general to name one kind), the training words
+  themselves (the head knows them) and instance (proper-name) senses. Nothing goes downwards or sideways (a rabbit is not a hare).
 * **The head noun decides.** In "tennis ball can" or "cup holder" the last noun is what is asked
   for; a noun before it only modifies it. The query's object phrase is the last run of adjacent
   nouns before a word that starts a location, destination or clause ("to", "on", "that", "when", a
