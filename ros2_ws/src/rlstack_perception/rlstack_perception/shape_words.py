@@ -1,4 +1,4 @@
-"""Shape words grounded in WordNet: other names for the map's shapes (cube, ball, cylinder).
+"""Shape words grounded in WordNet: other names for the map's shapes (cube, ball, cylinder, cone, ...).
 
 MiniLM places several everyday shape words far from ours ("column" is nearest "table", "can" is
 read as the verb), so the query head, trained on our own words, reads them as unknown kinds:
@@ -7,12 +7,14 @@ lexicon grounds them: WordNet 3.0 (Princeton; the Debian package ``wordnet-base`
 words name the same *shape*.
 
 The packaged table (``wordings/wordnet_shapes.json``) was built by :func:`build_table` from the
-*training* shape words only (``wordings.TRAIN_SHAPES``; never the held-out lists): for each training
-word, the WordNet noun synsets of lexical file ``noun.shape`` that contain it give their other
-lemmas; adjectives whose derivation or pertainym pointer leads to such a synset give theirs
-("cylindrical"). Training words themselves are left out (the head knows them), and so is any word
-the training lists name as an absent kind, that two shapes share, or that negates one ("non..."). Only shape synsets are used:
-artifact senses bring in tugboats (tower), spears (shaft) and pulleys (block).
+*training* shape words only (``wordings.TRAIN_SHAPES``, every kind's; never the held-out lists): for
+each training word, the WordNet noun synsets of lexical file ``noun.shape`` that contain it give their
+other lemmas; adjectives whose derivation or pertainym pointer leads to such a synset give theirs
+("cylindrical"), and so do adjectives whose pointer leads to a thing (noun.artifact or noun.shape)
+that one of the table's words names ("tubular": constituting a tube). Training words themselves are
+left out (the head knows them), and so is any word the training lists name as an absent kind, that
+two shapes share, or that negates one ("non..."). Only shape synsets are used for nouns: artifact
+senses bring in tugboats (tower), spears (shaft) and pulleys (block).
 
     python -m rlstack_perception.shape_words --build /usr/share/wordnet   # rewrite the table
     python -m rlstack_perception.shape_words "the red column"              # what a query names
@@ -37,6 +39,7 @@ from rlstack_perception.embed import SHAPES
 
 TABLE_FILE = Path(__file__).resolve().parent / "wordings" / "wordnet_shapes.json"
 _SHAPE_LEXFILE = 25  # noun.shape
+_ARTIFACT_LEXFILE = 6  # noun.artifact
 WORDNET_NOTICE = (
     "WordNet 3.0 Copyright 2006 by Princeton University. All rights reserved. THIS SOFTWARE AND DATABASE IS "
     "PROVIDED \"AS IS\" AND PRINCETON UNIVERSITY MAKES NO REPRESENTATIONS OR WARRANTIES, EXPRESS OR IMPLIED. "
@@ -72,8 +75,11 @@ def _synset(fh, offset: str):
     return lex, [re.sub(r"\(.*\)$", "", w) for w in words], ptrs
 
 
-def build_table(wordnet_dir: Path, train_shapes: Dict[str, Sequence[str]], absent: Iterable[str]) -> Dict[str, str]:
-    """{word: shape} from WordNet's shape synsets of the training shape words (see the module doc)."""
+def build_table(wordnet_dir: Path, train_shapes: Dict[str, Sequence[str]], absent: Iterable[str],
+                thing_adjectives: bool = True) -> Dict[str, str]:
+    """{word: shape} from WordNet's shape synsets of the training shape words (see the module doc).
+    ``thing_adjectives``: also adjectives derived from a thing that one of the table's words names
+    ("tubular": a tube)."""
     d = Path(wordnet_dir)
     nidx = _read_index(d / "index.noun")
     train = {_norm(w) for ws in train_shapes.values() for w in ws}
@@ -91,6 +97,7 @@ def build_table(wordnet_dir: Path, train_shapes: Dict[str, Sequence[str]], absen
                     for lem in lemmas:
                         found.setdefault(_norm(lem), set()).add(shape)
     # adjectives pointing at those shape synsets ("cylindrical" -> cylinder)
+    adjectives = []   # (lemmas, noun offsets its derivation / pertainym pointers lead to)
     with open(d / "data.adj", "rb") as fh:
         for line in fh:
             if line.startswith(b" "):
@@ -99,13 +106,34 @@ def build_table(wordnet_dir: Path, train_shapes: Dict[str, Sequence[str]], absen
             wc = int(p[3], 16)
             words = [re.sub(r"\(.*\)$", "", p[4 + 2 * i].lower()) for i in range(wc)]
             k = 4 + 2 * wc
-            for i in range(int(p[k])):
-                sym, off, pos = p[k + 1 + 4 * i], p[k + 2 + 4 * i], p[k + 3 + 4 * i]
-                if sym in ("+", "\\") and pos == "n" and off in shape_offsets:
+            nouns = [p[k + 2 + 4 * i] for i in range(int(p[k]))
+                     if p[k + 1 + 4 * i] in ("+", "\\") and p[k + 3 + 4 * i] == "n"]
+            adjectives.append((words, nouns))
+            for off in nouns:
+                if off in shape_offsets:
                     for w in words:
                         found.setdefault(_norm(w), set()).add(shape_offsets[off])
-    return {w: next(iter(s)) for w, s in sorted(found.items())
-            if len(s) == 1 and w and w not in train and w not in absent and not w.startswith("non")}
+    table = {w: next(iter(s)) for w, s in sorted(found.items())
+             if len(s) == 1 and w and w not in train and w not in absent and not w.startswith("non")}
+    if thing_adjectives:
+        # adjectives pointing at a thing (noun.artifact, noun.shape) one of whose names the table holds:
+        # "tubular" (constituting a tube) is a cylinder as "tube" is; other senses of the name are not
+        # followed ("editorial" points at a newspaper column, "terrestrial" at the globe that is the Earth)
+        more: Dict[str, set] = {}
+        with open(d / "data.noun", "rb") as fh:
+            for words, nouns in adjectives:
+                for off in nouns:
+                    lex, lemmas, _ = _synset(fh, off)
+                    if lex not in (_ARTIFACT_LEXFILE, _SHAPE_LEXFILE):
+                        continue
+                    for lem in lemmas:
+                        if _norm(lem) in table:
+                            for w in words:
+                                more.setdefault(_norm(w), set()).add(table[_norm(lem)])
+        table.update({w: next(iter(s)) for w, s in sorted(more.items())
+                      if len(s) == 1 and w and w not in table and w not in train and w not in absent
+                      and not w.startswith("non")})
+    return dict(sorted(table.items()))
 
 
 @lru_cache(maxsize=2)
@@ -153,7 +181,8 @@ def main(argv=None) -> int:
         table = build_table(Path(args.build), W.TRAIN_SHAPES, W.TRAIN_ABSENT_KINDS)
         TABLE_FILE.write_text(json.dumps({
             "about": "Other names of the map's shapes, from WordNet 3.0 noun.shape synsets (and adjectives derived "
-                     "from them) of the training shape words (rlstack_perception.wordings.TRAIN_SHAPES); built by "
+                     "from them, or from a thing one of their words names) of the training shape words "
+                     "(rlstack_perception.wordings.TRAIN_SHAPES); built by "
                      "python -m rlstack_perception.shape_words --build <wordnet dict dir>.",
             "source": "WordNet 3.0 (Debian package wordnet-base 1:3.0-37)", "license": WORDNET_NOTICE,
             "words": table}, indent=1) + "\n")
