@@ -313,8 +313,8 @@ def main(argv=None) -> int:
     ap.add_argument("--noun-words", nargs="?", const="full", default=None, choices=("off",) + NOUN_RULE_MODES,
                     help="query head's WordNet noun rule (rlstack_perception.noun_words): off; accept (a head noun "
                          "the table grounds accepts its kind); reject (a head noun that is not one of ours accepts "
-                         "none); heads (both); full (both, and kinds named only by modifiers are not accepted); alone: full; not "
-                         "given: the packaged head's default (heads)")
+                         "none); heads (both); full (both, and kinds named only by modifiers are not accepted); "
+                         "alone: full; not given: the packaged head's default (heads)")
     ap.add_argument("--no-shape-words", action="store_true", help="query head without the WordNet shape table")
     ap.add_argument("--clip-checkpoint", default="", help="open_clip checkpoint (embedder clip)")
     ap.add_argument("--clip-model", default="ViT-B-32", help="open_clip model name or a .json model config")

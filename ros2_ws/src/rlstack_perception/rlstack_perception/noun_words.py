@@ -16,7 +16,8 @@ lexicon:
   before it is a column). Each sense stops at the nearest such synset; a word whose senses reach
   different kinds (or a kind and "not ours") is left out, and so are seed synsets with more than
   ``max_descendants`` hyponyms below them (too general to name one kind), the training words
-  themselves (the head knows them) and instance (proper-name) senses. Nothing goes downwards or sideways (a rabbit is not a hare).
+  themselves (the head knows them) and instance (proper-name) senses. Nothing goes downwards or
+  sideways (a rabbit is not a hare).
 * **The head noun decides.** In "tennis ball can" or "cup holder" the last noun is what is asked
   for; a noun before it only modifies it. The query's object phrase is the last run of adjacent
   nouns before a word that starts a location, destination or clause ("to", "on", "that", "when", a
@@ -152,9 +153,9 @@ def build_table(wordnet_dir: Path, train_kinds: Dict[str, Sequence[str]], absent
     spellings = lambda w: dict.fromkeys([w.replace(" ", "_"), w.replace(" ", ""), w.replace(" ", "-")])  # noqa: E731
     known = set(kind_words) | absent | {s.replace("_", " ") for w in set(kind_words) | absent for s in spellings(w)}
 
-    def _main_sense(word) -> Optional[str]:
-        """A word's most frequent sense that is not a proper name (WordNet's order), whatever its lexfile."""
-        return next((o for s in spellings(word) for o in index.get(s, []) if not data[o][3]), None)
+    def main_sense_of(offs) -> Optional[str]:
+        """The most frequent of these senses (WordNet's order) that is not a proper name, whatever its lexfile."""
+        return next((o for o in offs if not data[o][3]), None)
 
     seeds: Dict[str, set] = {}
     for word, label in [(w, k) for w, k in kind_words.items()] + [(w, ABSENT) for w in absent]:
@@ -162,7 +163,7 @@ def build_table(wordnet_dir: Path, train_kinds: Dict[str, Sequence[str]], absent
             continue
         lexfiles = PHYSICAL_LEXFILES if label == ABSENT else KIND_SEED_LEXFILES
         phys = list(dict.fromkeys(o for s in spellings(word) for o in index.get(s, []) if data[o][0] in lexfiles))
-        main = _main_sense(word)
+        main = main_sense_of(o for sp in spellings(word) for o in index.get(sp, []))
         extra = ([main] if main_sense and label != ABSENT and main and main not in phys
                  and data[main][0] == COMMUNICATION_LEXFILE else [])
         for off in (phys[:1] if seed_senses == "first" else phys) + extra:
@@ -199,7 +200,7 @@ def build_table(wordnet_dir: Path, train_kinds: Dict[str, Sequence[str]], absent
         if " " not in w and (w in MODALS - {"can"} or (w not in MODALS and not _mostly_noun(lemma, counts))):
             continue
         labels = {sense_label(o) for o in (phys[:1] if senses == "first" else phys)} - {None}
-        main = next((o for o in offs if not data[o][3]), None)
+        main = main_sense_of(offs)
         main_label = sense_label(main) if main_sense and main and data[main][0] not in PHYSICAL_LEXFILES else None
         if main_label:
             # the word's most frequent sense is no thing but reaches a kind's written-work seed: that sense
@@ -421,12 +422,12 @@ def main(argv=None) -> int:
         TABLE_FILE.write_text(json.dumps({
             "about": "Object nouns grounded through WordNet 3.0's noun hypernyms (is-a, upwards, at most max_up "
                      "steps, physical senses only) in synsets of the training words (rlstack_perception.wordings."
-                     "TRAIN_KINDS: a kind; TRAIN_ABSENT_KINDS: '-', not one of ours; a written work, noun.communication, where "
-                     "it is the word's most frequent sense; a compound whose last word is a "
-                     "training word only where it grounds as that word does); 'nouns': other single-word "
+                     "TRAIN_KINDS: a kind; TRAIN_ABSENT_KINDS: '-', not one of ours; a written work, "
+                     "noun.communication, where it is the word's most frequent sense; a compound whose last word "
+                     "is a training word only where it grounds as that word does); 'nouns': other single-word "
                      "physical nouns (heads of compounds), and compounds that do not ground as their last word, "
-                     "where that word is grounded by this table ('watering can'). Built by python -m rlstack_perception.noun_words --build "
-                     "<wordnet dict dir>.",
+                     "where that word is grounded by this table ('watering can'). Built by python -m "
+                     "rlstack_perception.noun_words --build <wordnet dict dir>.",
             "source": "WordNet 3.0 (Debian package wordnet-base 1:3.0-37)", "license": WORDNET_NOTICE,
             "max_up": args.max_up, "max_descendants": args.max_descendants,
             "words": t["words"], "nouns": t["nouns"]}, separators=(",", ":")) + "\n")
