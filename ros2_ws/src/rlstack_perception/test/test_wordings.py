@@ -39,13 +39,16 @@ SIXTH_PHRASES = ("i need you to", "where has the", "got to", "have you seen", "p
                  "that's coloured", "doohickey", "widget")
 SEVENTH_PHRASES = ("nip over", "hiding", "hunting for", "do me a favour", "that looks", "let's have",
                    "whatchamacallit", "trinket")
+EIGHTH_PHRASES = ("no bother", "lying about", "could do with", "pop over", "shade", "fancy getting",
+                  "thingummy", "gadget")
 FRESH_PHRASES = ("can you", "i'd like", "which is", "if you would", "anywhere around", "end up", "fetch me that",
                  "from there", "thingy", "gizmo")
 
 
 @pytest.mark.parametrize("path", [w.HELDOUT_FILE, w.HELDOUT_FRESH_FILE, w.HELDOUT_KINDS_FILE, w.HELDOUT_UNSEEN_FILE,
-                                  w.HELDOUT_FIFTH_FILE, w.HELDOUT_SIXTH_FILE, w.HELDOUT_SEVENTH_FILE],
-                         ids=["heldout", "fresh", "kinds", "unseen", "fifth", "sixth", "seventh"])
+                                  w.HELDOUT_FIFTH_FILE, w.HELDOUT_SIXTH_FILE, w.HELDOUT_SEVENTH_FILE,
+                                  w.HELDOUT_EIGHTH_FILE],
+                         ids=["heldout", "fresh", "kinds", "unseen", "fifth", "sixth", "seventh", "eighth"])
 def test_heldout_words_never_in_training(path):
     h = w.load_heldout(path)
     texts = _train_texts()
@@ -60,7 +63,8 @@ def test_heldout_words_never_in_training(path):
                    w.HELDOUT_UNSEEN_FILE: ["whatsit", "doodad"],
                    w.HELDOUT_FIFTH_FILE: ["thingamajig", "knick-knack"],
                    w.HELDOUT_SIXTH_FILE: ["doohickey", "widget"],
-                   w.HELDOUT_SEVENTH_FILE: ["whatchamacallit", "trinket"]}[path]
+                   w.HELDOUT_SEVENTH_FILE: ["whatchamacallit", "trinket"],
+                   w.HELDOUT_EIGHTH_FILE: ["thingummy", "gadget"]}[path]
     for word in held_words:
         if " " in word:
             assert word.lower() not in joined, word
@@ -83,10 +87,11 @@ def test_heldout_fillers_templates_and_queries_never_in_training():
     held_t = _templates(h)
     held_t -= {"the {c} {s}", "a {c} {s}"}  # the bare forms are not a wording trick
     assert not held_t & set(w.TRAIN_TEMPLATES)
-    for phrase in FRESH_PHRASES + KINDS_PHRASES + UNSEEN_PHRASES + FIFTH_PHRASES + SIXTH_PHRASES + SEVENTH_PHRASES:
+    for phrase in (FRESH_PHRASES + KINDS_PHRASES + UNSEEN_PHRASES + FIFTH_PHRASES + SIXTH_PHRASES + SEVENTH_PHRASES
+                   + EIGHTH_PHRASES):
         assert phrase not in joined, phrase
     for path in (w.HELDOUT_FRESH_FILE, w.HELDOUT_KINDS_FILE, w.HELDOUT_UNSEEN_FILE, w.HELDOUT_FIFTH_FILE,
-                 w.HELDOUT_SIXTH_FILE, w.HELDOUT_SEVENTH_FILE):
+                 w.HELDOUT_SIXTH_FILE, w.HELDOUT_SEVENTH_FILE, w.HELDOUT_EIGHTH_FILE):
         other = w.load_heldout(path)
         other_t = _templates(other)
         assert not (other_t - {"the {c} {s}", "a {c} {s}"}) & set(w.TRAIN_TEMPLATES)
@@ -98,7 +103,8 @@ def test_heldout_fillers_templates_and_queries_never_in_training():
                                       "fifth_paraphrases", "fifth_absent", "fifth_colour_synonyms", "fifth_category",
                                       "sixth_paraphrases", "sixth_absent", "sixth_colour_synonyms", "sixth_category",
                                       "seventh_paraphrases", "seventh_absent", "seventh_colour_synonyms",
-                                      "seventh_category"}
+                                      "seventh_category", "eighth_paraphrases", "eighth_absent",
+                                      "eighth_colour_synonyms", "eighth_category"}
     for q in qs:
         if q.column != "trained":
             assert q.text not in train_set, q.text
@@ -170,18 +176,21 @@ def test_unseen_set_words_are_new_to_training_and_every_other_set():
     assert all(q.labels == () for q in cols["unseen_absent"])
 
 
-@pytest.mark.parametrize("path", [w.HELDOUT_FIFTH_FILE, w.HELDOUT_SIXTH_FILE, w.HELDOUT_SEVENTH_FILE],
-                         ids=["fifth", "sixth", "seventh"])
+@pytest.mark.parametrize("path", [w.HELDOUT_FIFTH_FILE, w.HELDOUT_SIXTH_FILE, w.HELDOUT_SEVENTH_FILE,
+                                  w.HELDOUT_EIGHTH_FILE],
+                         ids=["fifth", "sixth", "seventh", "eighth"])
 def test_everyday_sets_items_are_in_no_training_list_and_no_other_set(path):
-    """heldout_fifth.json and heldout_sixth.json (nineteenth session), heldout_seventh.json: everyday wordings, so
+    """heldout_fifth.json and heldout_sixth.json (nineteenth session), heldout_seventh.json and
+    heldout_eighth.json: everyday wordings, so
     compounds of known words are allowed ("soup can", "tin can"), but no item is an item of a training list or of
     another held-out set, a one-word item is no word of another set's items, and its templates are in no other
     set."""
     h = w.load_heldout(path)
-    prefix = {w.HELDOUT_FIFTH_FILE: "fifth_", w.HELDOUT_SIXTH_FILE: "sixth_", w.HELDOUT_SEVENTH_FILE: "seventh_"}[path]
+    prefix = {w.HELDOUT_FIFTH_FILE: "fifth_", w.HELDOUT_SIXTH_FILE: "sixth_", w.HELDOUT_SEVENTH_FILE: "seventh_",
+              w.HELDOUT_EIGHTH_FILE: "eighth_"}[path]
     others = [w.load_heldout(p) for p in (w.HELDOUT_FILE, w.HELDOUT_FRESH_FILE, w.HELDOUT_KINDS_FILE,
                                           w.HELDOUT_UNSEEN_FILE, w.HELDOUT_FIFTH_FILE, w.HELDOUT_SIXTH_FILE,
-                                          w.HELDOUT_SEVENTH_FILE)
+                                          w.HELDOUT_SEVENTH_FILE, w.HELDOUT_EIGHTH_FILE)
               if p != path]
     train_items = _train_items()
     other_items = [x for o in others for x in _items(o)]
