@@ -93,11 +93,12 @@ class QueryHead:
     def canonical(self, text: str) -> str:
         """The wording this head reads best (:func:`~rlstack_perception.query_text.canonical_query`):
         embed this, and score it with :meth:`label_scores`. A no-op on every training wording."""
-        from rlstack_perception.query_text import canonical_query
+        from rlstack_perception.query_text import canonical_query, training_colour_phrases
 
         if self.colour_rule is None:
             return canonical_query(text)
-        return canonical_query(text, self.colour_rule, self._thing_phrases)
+        shade_nouns = self.noun_rule.lex.units if self.noun_rule is not None else ()
+        return canonical_query(text, self.colour_rule, self._thing_phrases, shade_nouns, training_colour_phrases())
 
     def compat(self, text_embeddings: np.ndarray) -> np.ndarray:
         """(N, colours + kinds) in [0, 1]: colours (``COLOURS``) then the head's ``kinds``."""

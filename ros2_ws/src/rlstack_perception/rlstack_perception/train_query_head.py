@@ -63,9 +63,13 @@ def canonical_heldout(colour_words: bool = True) -> List[W.Query]:
     ``QueryHead.canonical`` and ``Pipeline.query`` do; it changes none of the training wordings). With
     ``colour_words`` colour names are replaced by their anchors too (the colour-word rule's part)."""
     from rlstack_perception.colour_words import ColourRule
+    from rlstack_perception.noun_words import NounLexicon
+    from rlstack_perception.query_text import training_colour_phrases
 
     rule = ColourRule.default() if colour_words else None
-    return [W.Query(canonical_query(q.text, rule, W.THING_PHRASES), q.column, q.colours, q.shapes)
+    units = NounLexicon().units if colour_words else ()
+    return [W.Query(canonical_query(q.text, rule, W.THING_PHRASES, units, training_colour_phrases()), q.column,
+                    q.colours, q.shapes)
             for q in W.all_heldout_queries()]
 
 

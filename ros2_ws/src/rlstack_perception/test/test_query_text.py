@@ -41,6 +41,14 @@ def test_fold_one(text, expected):
     ("the tea tray: bright green", "the tea tray: bright green"),
     ("the red brick", "the red brick"),
     ("the red cube", "the red cube"),
+    # a shade named by a compound goes whole: a noun or a colour name before a basic colour term only names
+    # the shade (a hyphened compound is one word); the head then reads no other thing in the query
+    ("the postbox red cylinder", "the red cylinder"),
+    ("where's the taxi yellow ball hiding?", "where's the yellow ball hiding?"),
+    ("the candy-apple red cylinder", "the red cylinder"),
+    ("the bowl that looks postbox red", "the bowl that looks red"),   # a copula: predicate
+    ("the cube that's postbox red", "the cube that's red"),
+    ("find red cube", "find red cube"),                                # a verb, not a shade
 ])
 def test_colour_names_replaced_by_their_anchor(head, text, expected):
     assert head.canonical(text) == expected
@@ -52,7 +60,8 @@ def test_canonical_is_a_no_op_on_training_wordings_and_keeps_the_colour_class(he
     for q in W.training_wordings(4000, seed=7):
         assert head.canonical(q.text) == q.text, q.text
     for text in ("the cranberry cube", "the cube that's cranberry", "the apple green cylinder", "the cyan cube",
-                 "a scarlet ball", "the jade cylinder", "the mustard cube"):
+                 "a scarlet ball", "the jade cylinder", "the mustard cube", "the postbox red cube",
+                 "the candy-apple red cube"):
         before = head.colour_rule.compat(text, head._not_colours)
         after = head.colour_rule.compat(head.canonical(text), head._not_colours)
         assert before is not None and after is not None and before.tolist() == after.tolist(), text
