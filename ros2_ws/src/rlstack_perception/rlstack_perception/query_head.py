@@ -53,6 +53,7 @@ class QueryHead:
         self.colour_rule = None
         self.shape_rule = None
         self.noun_rule = None
+        self._shade_nouns: Optional[frozenset] = None   # built on first use (canonical)
         if colour_words:
             from rlstack_perception import wordings as W
             from rlstack_perception.colour_words import ColourRule
@@ -93,12 +94,14 @@ class QueryHead:
     def canonical(self, text: str) -> str:
         """The wording this head reads best (:func:`~rlstack_perception.query_text.canonical_query`):
         embed this, and score it with :meth:`label_scores`. A no-op on every training wording."""
-        from rlstack_perception.query_text import canonical_query, training_colour_phrases
+        from rlstack_perception.query_text import canonical_query, shade_nouns_of, training_colour_phrases
 
         if self.colour_rule is None:
             return canonical_query(text)
-        shade_nouns = self.noun_rule.lex.units if self.noun_rule is not None else ()
-        return canonical_query(text, self.colour_rule, self._thing_phrases, shade_nouns, training_colour_phrases())
+        if self._shade_nouns is None:
+            self._shade_nouns = shade_nouns_of(self.noun_rule.lex.units) if self.noun_rule is not None else frozenset()
+        return canonical_query(text, self.colour_rule, self._thing_phrases, self._shade_nouns,
+                               training_colour_phrases())
 
     def compat(self, text_embeddings: np.ndarray) -> np.ndarray:
         """(N, colours + kinds) in [0, 1]: colours (``COLOURS``) then the head's ``kinds``."""

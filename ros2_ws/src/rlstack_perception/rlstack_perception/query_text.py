@@ -123,6 +123,17 @@ def training_colour_phrases() -> frozenset:
     return frozenset(_norm(w) for w in words)
 
 
+def shade_nouns_of(units) -> frozenset:
+    """The nouns that may name a shade before a basic colour term, from a
+    :class:`~rlstack_perception.noun_words.NounLexicon`'s ``units``: things that are not ours (WordNet nouns,
+    absent kinds, nouns grounded to a kind: "postbox", "taxi", "poppy"), without the attribute words that
+    stand before a colour as adjectives ("the round green toy": round things, not a shade)."""
+    from rlstack_perception import wordings as W
+
+    attributes = {_norm(a) for a in W.TRAIN_ATTRIBUTE}
+    return frozenset(w for w, (typ, _v) in units.items() if typ in ("noun", "kind", "absent") and w not in attributes)
+
+
 @lru_cache(maxsize=8)
 def _phrase_set(not_colours: tuple):
     """(set of word tuples, longest length) of the phrases, built once per list."""

@@ -64,10 +64,10 @@ def canonical_heldout(colour_words: bool = True) -> List[W.Query]:
     ``colour_words`` colour names are replaced by their anchors too (the colour-word rule's part)."""
     from rlstack_perception.colour_words import ColourRule
     from rlstack_perception.noun_words import NounLexicon
-    from rlstack_perception.query_text import training_colour_phrases
+    from rlstack_perception.query_text import shade_nouns_of, training_colour_phrases
 
     rule = ColourRule.default() if colour_words else None
-    units = NounLexicon().units if colour_words else ()
+    units = shade_nouns_of(NounLexicon().units) if colour_words else ()
     return [W.Query(canonical_query(q.text, rule, W.THING_PHRASES, units, training_colour_phrases()), q.column,
                     q.colours, q.shapes)
             for q in W.all_heldout_queries()]

@@ -49,6 +49,7 @@ def test_fold_one(text, expected):
     ("the bowl that looks postbox red", "the bowl that looks red"),   # a copula: predicate
     ("the cube that's postbox red", "the cube that's red"),
     ("find red cube", "find red cube"),                                # a verb, not a shade
+    ("the round green toy", "the round green toy"),                    # an attribute: round things
 ])
 def test_colour_names_replaced_by_their_anchor(head, text, expected):
     assert head.canonical(text) == expected
