@@ -86,7 +86,7 @@ def anchor_colour(text: str, colour_rule, not_colours: Iterable[str] = (), shade
                    and not any(" ".join(words[end:end + k]) in lex for k in range(2, 5))
                    and _joins(text[spans[end - 1][1]:spans[end][0]])):
                 name, end = words[end], end + 1     # "rose red": a red
-            if name in BASIC_TERMS and start == i:
+            if end == i + n and name in BASIC_TERMS:     # the name found is the basic term itself
                 start -= _shade_noun_before(text, spans, words, start, shade_nouns)   # "postbox red": a red
             if not _used_as_colour(text, spans, words, start, end - start):
                 break   # "the banana that is yellow": the thing asked for, not its colour

@@ -180,11 +180,10 @@ def test_unseen_set_words_are_new_to_training_and_every_other_set():
                                   w.HELDOUT_EIGHTH_FILE],
                          ids=["fifth", "sixth", "seventh", "eighth"])
 def test_everyday_sets_items_are_in_no_training_list_and_no_other_set(path):
-    """heldout_fifth.json and heldout_sixth.json (nineteenth session), heldout_seventh.json and
-    heldout_eighth.json: everyday wordings, so
-    compounds of known words are allowed ("soup can", "tin can"), but no item is an item of a training list or of
-    another held-out set, a one-word item is no word of another set's items, and its templates are in no other
-    set."""
+    """heldout_fifth.json and heldout_sixth.json (nineteenth session), heldout_seventh.json and heldout_eighth.json
+    (twenty-second): everyday wordings, so compounds of known words are allowed ("soup can", "tin can"), but no
+    item is an item of a training list or of another held-out set, a one-word item is no word of another set's
+    items, and its templates are in no other set."""
     h = w.load_heldout(path)
     prefix = {w.HELDOUT_FIFTH_FILE: "fifth_", w.HELDOUT_SIXTH_FILE: "sixth_", w.HELDOUT_SEVENTH_FILE: "seventh_",
               w.HELDOUT_EIGHTH_FILE: "eighth_"}[path]
