@@ -37,9 +37,9 @@ eval-fetch: setup ## the fetch mission (robot mode) over 20 seeded layouts: make
 bench: setup ## run the benchmarks in bench/ (JSON + tables into out/bench/)
 	@$(ENV) && bash bench/run_all.sh
 
-train: setup ## retrain a shipped policy from scratch + export it to policies/: make train TASK=cartpole [ARGS=...]
-	@test -n "$(TASK)" || { echo "usage: make train TASK=<name of a config/train/*.yaml> [ARGS='--seed 1']" >&2; exit 2; }
-	@$(ENV) && python -m rlstack_learning.train --task "$(TASK)" --export $(ARGS)
+train: setup ## train a task from scratch + export a bundle to a new policies/ folder: make train TASK=cartpole [OVERWRITE=1] [ARGS=...]
+	@test -n "$(TASK)" || { echo "usage: make train TASK=<name of a config/train/*.yaml> [OVERWRITE=1] [ARGS='--seed 1']" >&2; exit 2; }
+	@$(ENV) && python -m rlstack_learning.train --task "$(TASK)" --export $(if $(filter 1,$(OVERWRITE)),--overwrite) $(ARGS)
 
 lock: setup ## re-pin requirements/constraints.txt from the current .venv
 	@$(ENV) && python tools/lock.py

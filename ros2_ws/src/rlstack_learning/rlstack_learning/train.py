@@ -3,8 +3,9 @@
     python -m rlstack_learning.train --task cartpole                  # config/train/cartpole.yaml
     python -m rlstack_learning.train --task ball_plate --algo sac --num-envs 4 --seed 3 --steps 200000
     python -m rlstack_learning.train --resume out/train/cartpole/ppo_s0_20250101-120000
-    python -m rlstack_learning.train --task cartpole --export         # + bundle into policies/<bundle>
-    python -m rlstack_learning.train --task cartpole --backend ray --env-runners 2    # RLlib on Ray (docs/scaling.md)
+    python -m rlstack_learning.train --task cartpole --export         # + bundle into a new policies/ folder
+    python -m rlstack_learning.train --task cartpole --export --overwrite   # + bundle over policies/<bundle>
+    python -m rlstack_learning.train --task cartpole --backend ray --env-runners 2    # RLlib on Ray (docs/guides/scale-out-on-ray.md)
     python -m rlstack_learning.train --task cartpole --backend ray --address auto     # ... on a running cluster
 
 Outputs go to ``out/train/<task>/<run>/`` (see ``checkpoints.py``). Killing the process at any
@@ -212,6 +213,34 @@ def train(cfg: TrainConfig, run_dir: str, resume: bool = False, progress: bool =
     return summary
 
 
+def export_destination(export: Optional[str], bundle: str, run_dir: str, overwrite: bool,
+                       policies: str = "policies") -> str:
+    """Where ``--export`` writes the bundle; an existing bundle folder is written over only with ``overwrite``.
+
+    ``export`` is the ``--export`` value ("" for the default). The default is ``policies/<bundle>``; when that
+    folder exists (a shipped bundle, or an earlier export) and ``overwrite`` is false, it is
+    ``policies/<bundle>-<run>`` (the run folder's name), a folder of its own.
+
+    Raises:
+        ConfigError: an explicit ``export`` folder that exists and is not empty, without ``overwrite``; or a
+            default destination that exists too.
+    """
+    def taken(path: str) -> bool:
+        return os.path.exists(path) and (not os.path.isdir(path) or bool(os.listdir(path)))
+
+    if export:
+        if taken(export) and not overwrite:
+            raise ConfigError(f"--export: {export} exists; give another folder, or --overwrite to replace it")
+        return export
+    dest = os.path.join(policies, bundle)
+    if overwrite or not taken(dest):
+        return dest
+    dest = os.path.join(policies, f"{bundle}-{os.path.basename(os.path.normpath(run_dir))}")
+    if taken(dest):
+        raise ConfigError(f"--export: {dest} exists; give --export DIR, or --overwrite to replace it")
+    return dest
+
+
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m rlstack_learning.train", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
@@ -231,12 +260,15 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--run", help="run name (default <algo>_s<seed>_<time>)")
     p.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its newest complete checkpoint")
     p.add_argument("--export", nargs="?", const="", metavar="BUNDLE_DIR",
-                   help="after training, export the best model to a bundle (default policies/<bundle>)")
+                   help="after training, export the best model to a bundle folder (default policies/<bundle>, or "
+                        "policies/<bundle>-<run> when that folder exists); an existing BUNDLE_DIR is an error")
+    p.add_argument("--overwrite", action="store_true",
+                   help="with --export: write over an existing bundle folder (a shipped bundle included)")
     p.add_argument("--export-episodes", type=int, default=100, help="evaluation episodes for the bundle")
     p.add_argument("--video", action="store_true", help="write an mp4 of one evaluation episode")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("-v", "--verbose", type=int, default=0)
-    g = p.add_argument_group("Ray (docs/scaling.md)")
+    g = p.add_argument_group("Ray (docs/guides/scale-out-on-ray.md)")
     g.add_argument("--backend", choices=["sb3", "ray"], default=None,
                    help="sb3 (default): Stable-Baselines3 in this process; ray: RLlib with env runners on Ray")
     g.add_argument("--address", help="a running Ray cluster ('auto' or <head>:6379); default: a private local instance")
@@ -282,6 +314,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.ray_shards and (args.ray_shards < 0 or args.export is None):
         print("error: --ray-shards takes N >= 1 and applies to --export", file=sys.stderr)
         return 2
+    if args.overwrite and args.export is None:
+        print("error: --overwrite applies to --export", file=sys.stderr)
+        return 2
+    if args.export is not None:
+        try:   # decided before training: a run of hours never ends in a refused export
+            args.export = export_destination(args.export, cfg.get("bundle") or cfg["task"], run_dir, args.overwrite)
+        except ConfigError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        print(f"[train] the bundle will be exported to {args.export}", flush=True)
     print(f"[train] {cfg['task']} ({cfg['env_id']}) with {cfg.algo.upper()}"
           f"{' on Ray (RLlib)' if backend == 'ray' else ''}, {cfg['num_envs']} envs, "
           f"seed {cfg['seed']}, budget {cfg['total_timesteps']} steps -> {run_dir}", flush=True)
@@ -297,8 +339,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.export is not None:
         from .export import export_run
 
-        dest = args.export or os.path.join("policies", cfg.get("bundle") or cfg["task"])
-        export_run(run_dir, dest, episodes=args.export_episodes)
+        export_run(run_dir, args.export, episodes=args.export_episodes)
     return 0
 
 
@@ -315,8 +356,7 @@ def _main_ray(args: argparse.Namespace, cfg: TrainConfig, run_dir: str) -> int:
               f"{summary['cluster']['nodes']} node(s), {summary['cluster']['cpus']} CPUs), "
               f"best validation {summary['best_validation']}", flush=True)
         if args.export is not None:
-            dest = args.export or os.path.join("policies", cfg.get("bundle") or cfg["task"])
-            export_ray_run(run_dir, dest, episodes=args.export_episodes, progress=not args.no_progress,
+            export_ray_run(run_dir, args.export, episodes=args.export_episodes, progress=not args.no_progress,
                            ray_shards=args.ray_shards)
     except (RayUnavailable, ConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
