@@ -184,6 +184,8 @@ def main(argv=None) -> int:
     ap.add_argument("--ground-truth-grasp", action="store_true",
                     help="the labelled ablation: grasp on the simulator's live pose (fetch.launch.yaml robot_mode:=false); "
                          "by default the robot grasps from perception, with no simulator truth in its loop")
+    ap.add_argument("--launch-arg", action="append", default=[], metavar="NAME:=VALUE",
+                    help="a further argument of launch/fetch.launch.yaml, e.g. use_sim_time:=false (repeatable)")
     ap.add_argument("--robot-mode", action="store_true", help=argparse.SUPPRESS)   # the default now; kept for old scripts
     args = ap.parse_args(argv)
     import rclpy
@@ -195,14 +197,20 @@ def main(argv=None) -> int:
 
     OUT.mkdir(exist_ok=True)
     t_start = time.monotonic()
-    rclpy.init()
+    rclpy.init(args=[sys.argv[0]])   # the demo's own options are not ROS arguments
     node = rclpy.create_node("demo")
     executor = MultiThreadedExecutor(num_threads=3)
     executor.add_node(node)
-    threading.Thread(target=_low_priority(executor.spin), daemon=True).start()
+    spinner = threading.Thread(target=_low_priority(executor.spin), daemon=True)
+    spinner.start()
     report = {"ok": False}
     try:
         graph_args = {"robot_mode": "false"} if args.ground_truth_grasp else {}
+        for item in args.launch_arg:
+            name, sep, value = item.partition(":=")
+            if not sep or not name:
+                ap.error(f"--launch-arg {item!r}: expected NAME:=VALUE")
+            graph_args[name] = value
         with FetchGraph(ROOT, OUT / "demo_graph.log", graph_args) as graph:
             print("[demo] starting the fetch graph (sim_bridge, semantic_map, nav_controller, policy_node, mission)",
                   flush=True)
@@ -248,6 +256,7 @@ def main(argv=None) -> int:
         report = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
     finally:
         executor.shutdown()
+        spinner.join(timeout=5.0)   # the spin thread leaves spin() before its node is destroyed
         node.destroy_node()
         rclpy.try_shutdown()
     report["demo_wall_s"] = round(time.monotonic() - t_start, 1)

@@ -153,13 +153,15 @@ else
 fi
 
 # Rebuild when any source file is newer than the last build, or the package set changed.
+# rlstack_bringup installs these top-level folders: a file added there needs a build too.
+SHARED_DIRS=("$ROOT/launch" "$ROOT/config/rviz" "$ROOT/maps" "$ROOT/policies")
 SKIP=()
 [ "$PROFILE" = robot ] && SKIP=(--packages-skip "${WORKSTATION_PACKAGES[@]}")
 BUILD_KEY="$MODE-$PROFILE-$TF2-$(printf '%s\n' "${BASE_PATHS[@]}" | sha256sum | cut -c1-16)"
 needs_build=no
 if [ "$(cat "$STAMPS/build" 2>/dev/null)" != "$BUILD_KEY" ] || [ ! -d "$WS/install" ]; then
   needs_build=yes
-elif [ -n "$(find "${BASE_PATHS[@]}" -newer "$STAMPS/build" -not -path '*/__pycache__*' \
+elif [ -n "$(find "${BASE_PATHS[@]}" "${SHARED_DIRS[@]}" -newer "$STAMPS/build" -not -path '*/__pycache__*' \
              -not -path '*/.pytest_cache*' -print -quit 2>/dev/null)" ]; then
   needs_build=yes
 fi

@@ -62,7 +62,7 @@ class SimBridge(Node):
         physics_rate, control_rate = v["physics_rate_hz"], v["control_rate_hz"]
         self.mode, self.camera_rate, self.camera_enabled = v["mode"], v["camera_rate_hz"], v["camera_enabled"]
         self.camera_in_lockstep, self.cmd_vel_stamped = v["camera_in_lockstep"], v["cmd_vel_stamped"]
-        self.continuous_clock = v["continuous_clock"]
+        self.continuous_clock, self.wall_clock = v["continuous_clock"], v["wall_clock"]
         self.ee_step_period = v["ee_step_period_s"]
         self.clock_offset = 0.0
         noise = depth_noise(v)
@@ -72,6 +72,9 @@ class SimBridge(Node):
         check_choice("scene", scene, scene_names())
         check_choice("backend", backend, backend_names())
         check_choice("mode", self.mode, MODES)
+        if self.wall_clock and self.mode != "realtime":
+            raise ConfigError(f"wall_clock needs mode realtime, got mode {self.mode!r}: only real time keeps pace "
+                              "with the system clock")
         steps_per_control(physics_rate, control_rate)
         if not gt_ns.strip("/"):
             raise ConfigError("ground_truth_namespace must not be empty")
@@ -219,9 +222,12 @@ class SimBridge(Node):
         self.tf_static_pub.publish(TFMessage(transforms=transforms))
 
     # ================================================================== time / reset
-    def _stamp(self):
-        """The message time of now: sim time, plus the offset of earlier episodes (continuous_clock)."""
-        return convert.time_msg(self.sim.sim_time + self.clock_offset)
+    def _stamp(self, sim_t: Optional[float] = None):
+        """The message time of sim time ``sim_t`` (default: now): sim time plus the offset of earlier
+        episodes (continuous_clock), or with wall_clock the system time less the age of ``sim_t``."""
+        if self.wall_clock:
+            return convert.time_msg(time.time() - (0.0 if sim_t is None else max(0.0, self.sim.sim_time - sim_t)))
+        return convert.time_msg((self.sim.sim_time if sim_t is None else sim_t) + self.clock_offset)
 
     def _cmd_now(self) -> float:
         """Watchdog clock: wall time in realtime mode, sim time otherwise."""
@@ -258,7 +264,8 @@ class SimBridge(Node):
         return any(p is not None and p.get_subscription_count() for p in pubs)
 
     def _publish_clock(self) -> None:
-        self.clock_pub.publish(Clock(clock=self._stamp()))
+        if not self.wall_clock:   # on the wall clock there is no /clock, as on a robot
+            self.clock_pub.publish(Clock(clock=self._stamp()))
 
     def _joint_state_msg(self):
         if self._js_cache is None or self._js_cache[0] != self.stepper.steps_total:
@@ -304,7 +311,7 @@ class SimBridge(Node):
                 k = frame.intrinsics
                 depth, rgb = self.noise.apply(frame.depth, k.fx, k.fy, k.cx, k.cy, self.noise_rng, frame.rgb)
                 frame = dataclasses.replace(frame, depth=depth, rgb=rgb)
-            stamp = convert.time_msg(frame.stamp + self.clock_offset)
+            stamp = self._stamp(frame.stamp)
             rgb_pub, depth_pub, info_pub = pubs
             rgb_pub.publish(convert.rgb_msg(frame, stamp))
             depth_pub.publish(convert.depth_msg(frame, stamp))

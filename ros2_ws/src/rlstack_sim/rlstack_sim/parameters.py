@@ -86,6 +86,8 @@ def bridge_parameters(scenes: Sequence[str], backends: Sequence[str]) -> List[Pa
           "(a reset adds the elapsed sim time to an offset) instead of restarting at 0; for "
           "graphs whose nodes must never see time jump back (the fetch graph)"),
         P("ground_truth_namespace", "sim_ground_truth", "Namespace of the sim-only ground-truth topics"),
+        P("wall_clock", False, "Stamp messages with the system clock and publish no /clock, as a robot's "
+          "drivers do (realtime mode only): for a graph run with use_sim_time false"),
     ]
 
 
