@@ -32,21 +32,32 @@ def test_every_service_uses_host_network_and_ipc(name):
         assert spec.get("ipc") == "host", svc   # Fast DDS shared memory across containers
 
 
-def test_robot_compose_runs_built_executables_with_existing_params_on_wall_time():
+def _expand_defaults(arg: str) -> str:
+    """Compose's ``${VAR:-default}`` with VAR unset: the default."""
+    import re
+    return re.sub(r"\$\{[A-Z0-9_]+:-([^}]*)\}", r"\1", arg)
+
+
+def test_robot_compose_runs_exactly_the_robot_launch_file_on_wall_time():
+    """One robot bring-up: the container runs launch/robot.launch.yaml through the runner, with
+    only declared arguments, and the launch file resolves with them (robot_state_publisher, the
+    adapters and the rest of the robot graph; use_sim_time stays at its default, false)."""
+    from rlstack_launch import check_launch_file, load
+
     services = _compose("compose.robot.yaml")["services"]
-    expected = {"semantic_map", "grasp_pose", "localizer", "nav_controller", "policy_node", "mission",
-                "twist_stamper", "arm_adapter"}
-    assert set(services) == expected
-    install = REPO / "ros2_ws" / "install"
-    for svc, spec in services.items():
-        cmd = spec["command"]
-        exe = install.parent.parent / cmd[0]
-        assert exe.is_file() and os.access(exe, os.X_OK), f"{svc}: {cmd[0]} is not a built executable"
-        params = cmd[cmd.index("--params-file") + 1]
-        assert (REPO / params).is_file(), f"{svc}: {params} missing"
-        if svc not in ("twist_stamper", "arm_adapter"):   # the adapters' default is wall time already
-            assert "use_sim_time:=false" in cmd, f"{svc} must run on wall time"
-        assert spec["environment"]["RLSTACK_HEALTH_NODES"] == svc
+    assert set(services) == {"robot"}
+    cmd = [_expand_defaults(a) for a in services["robot"]["command"]]
+    assert cmd[:5] == ["python", "-m", "rlstack_launch", "rlstack_bringup", "robot.launch.yaml"]
+    args = dict(a.split(":=", 1) for a in cmd[5:])
+    launch_file = REPO / "launch" / "robot.launch.yaml"
+    declared = set(load(str(launch_file), {}).declared)
+    assert set(args) <= declared, f"undeclared launch arguments: {sorted(set(args) - declared)}"
+    assert "use_sim_time" not in args
+    args["map"] = str(REPO / "maps" / "home.yaml")   # the container's mounted map, here the repo's
+    assert check_launch_file(str(launch_file), args) == []
+    health = set(services["robot"]["environment"]["RLSTACK_HEALTH_NODES"].split(","))
+    started = {spec.name for spec in load(str(launch_file), args).nodes}
+    assert health == started
 
 
 def test_robot_compose_reads_no_simulator_truth():

@@ -364,3 +364,22 @@ def test_tf_carries_the_arm_links(ros_processes, ros_probe, params_dir):
     while link != "odom":
         link, hops = parent_of[link], hops + 1
     assert hops >= 9
+
+
+def test_wall_clock_stamps_from_the_system_clock_and_publishes_no_clock(ros_processes, ros_probe, params_dir):
+    """wall_clock: the bridge looks like a robot's drivers to a graph on wall-clock time (no /clock,
+    stamps from the system clock); only real time keeps pace with it, so other modes are refused."""
+    import time
+
+    start_bridge(ros_processes, params_dir, scene="home", mode="realtime", camera_enabled=True,
+                 camera_rate_hz=5.0, wall_clock=True)
+    images = ros_probe.subscribe("/head_camera/image_raw", Image)
+    [js] = ros_probe.collect("/joint_states", JointState, count=1, timeout=60)
+    assert abs(secs(js.header.stamp) - time.time()) < 2.0
+    ros_probe.spin_until(lambda: len(images) > 0, 30, "a camera image")
+    assert abs(secs(images.pop_all()[0].header.stamp) - time.time()) < 2.0
+    assert ros_probe.node.count_publishers("/clock") == 0
+
+    refused = start_bridge(ros_processes, params_dir, scene="home", mode="lockstep", wall_clock=True)
+    assert refused.wait(timeout=30) == 2
+    assert "wall_clock needs mode realtime" in refused.log_text() and "Traceback" not in refused.log_text()

@@ -99,7 +99,8 @@ class SimBridge(Node):
         self._scene_entities: List[object] = []
         self._js_cache = None
 
-        self.clock_pub = self.create_publisher(Clock, "/clock", 10)
+        # On the wall clock there is no /clock, as on a robot.
+        self.clock_pub = None if self.wall_clock else self.create_publisher(Clock, "/clock", 10)
         self.tf_pub = self.create_publisher(TFMessage, "/tf", 100)
         self.tf_static_pub = self.create_publisher(TFMessage, "/tf_static", STATIC_QOS)
         self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
@@ -264,7 +265,7 @@ class SimBridge(Node):
         return any(p is not None and p.get_subscription_count() for p in pubs)
 
     def _publish_clock(self) -> None:
-        if not self.wall_clock:   # on the wall clock there is no /clock, as on a robot
+        if self.clock_pub is not None:
             self.clock_pub.publish(Clock(clock=self._stamp()))
 
     def _joint_state_msg(self):
