@@ -1,0 +1,244 @@
+#!/usr/bin/env python3
+"""Generate the reference tables in docs/reference/ from the code, or check that they are current.
+
+The pages under ``docs/reference/`` hold marked blocks::
+
+    <!-- generated: params semantic_map -->
+    ...table written by this tool...
+    <!-- end generated -->
+
+    <!-- generated: launch-args fetch.launch.yaml -->
+    ...
+    <!-- end generated -->
+
+``params NODE`` is the table of every parameter NODE declares: name, default, range, description.
+It is read from the declarations themselves: ``rlstack_nav.parameters.PARAMS``,
+``rlstack_sim.parameters.bridge_parameters``, ``rlstack_localization.node_core.CORE_PARAMS`` and,
+for the other nodes, the ``declare_parameter(...)`` calls in the node's source (read with
+``ast``; nothing is started). ``launch-args FILE`` is the table of the arguments a launch file
+declares, read by ``rlstack_launch.launch_file.load`` (the runner's own parser).
+
+    source env.sh && python tools/gen_reference.py           # rewrite the blocks
+    source env.sh && python tools/gen_reference.py --check   # exit 1 and name every stale block
+
+``tests/test_docs.py`` runs ``--check``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import math
+import re
+import sys
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "ros2_ws" / "src"
+REFERENCE = ROOT / "docs" / "reference"
+BLOCK = re.compile(r"(<!-- generated: (\S+) (\S+) -->\n)(.*?)(<!-- end generated -->)", re.S)
+
+Row = Tuple[str, str, str, str]   # name, default, range, description
+
+# Nodes whose parameters are read from their declare_parameter calls: node -> (source file, resolver).
+# A resolver maps a default written as an expression (``p.min_match_score``) to its value.
+AST_NODES: Dict[str, str] = {
+    "semantic_map": "rlstack_perception/rlstack_perception/node.py",
+    "grasp_pose": "rlstack_perception/rlstack_perception/grasp_pose_node.py",
+    "policy_node": "rlstack_policy/rlstack_policy/policy_node.py",
+    "mission": "rlstack_mission/rlstack_mission/mission_node.py",
+    "localizer": "rlstack_localization/rlstack_localization/localizer_node.py",
+    "train_node": "rlstack_learning/rlstack_learning/ros/train_node.py",
+    "batch_bridge": "rlstack_sim/rlstack_sim/batch_bridge.py",
+    "arm_adapter": "rlstack_adapters/rlstack_adapters/arm_adapter.py",
+    "twist_stamper": "rlstack_adapters/rlstack_adapters/twist_stamper.py",
+    "cmd_vel_mux": "rlstack_adapters/rlstack_adapters/cmd_vel_mux.py",
+}
+DECLARERS = {"p", "d", "declare_parameter"}
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, str):
+        return f"`{value}`" if value else "`''`"
+    if isinstance(value, float):
+        return f"`{value:g}`"
+    return f"`{value!r}`".replace("True", "true").replace("False", "false")
+
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _range(lo: Any, hi: Any, constraints: str = "") -> str:
+    parts = []
+    if lo is not None and hi is not None:
+        parts.append(f"{lo:g} .. {hi:g}" if isinstance(lo, float) or isinstance(hi, float) else f"{lo} .. {hi}")
+    if constraints:
+        parts.append(constraints)
+    return "; ".join(parts)
+
+
+def _resolvers(node: str) -> Dict[str, Any]:
+    """Names a node's declarations use in defaults and ranges, with their values."""
+    names: Dict[str, Any] = {"math": math}
+    if node == "mission":
+        from rlstack_mission.fetch import FetchParams
+
+        names["p"] = FetchParams()
+    if node == "grasp_pose":
+        from rlstack_perception.grasp_pose import GraspPoseConfig
+
+        names["defaults"] = GraspPoseConfig()
+    return names
+
+
+def _value(expr: ast.expr, resolvers: Dict[str, Any]) -> Any:
+    try:
+        return ast.literal_eval(expr)
+    except ValueError:
+        pass
+    try:   # names of the node's defaults objects, math, arithmetic: evaluated without builtins
+        return eval(compile(ast.Expression(expr), "<declaration>", "eval"), {"__builtins__": {}}, dict(resolvers))
+    except Exception:  # noqa: BLE001 -- anything else is shown as written
+        return ast.unparse(expr)
+
+
+def _text(expr: Optional[ast.expr], resolvers: Dict[str, Any]) -> str:
+    if expr is None:
+        return ""
+    value = _value(expr, resolvers)
+    return value if isinstance(value, str) else ast.unparse(expr)
+
+
+def ast_params(node: str, path: Path) -> List[Row]:
+    """Rows from the ``p(...)``/``d(...)``/``declare_parameter(self, ...)`` calls of ``path``."""
+    tree = ast.parse(path.read_text())
+    resolvers = _resolvers(node)
+    rows: Dict[str, Row] = {}
+    for call in ast.walk(tree):
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in DECLARERS):
+            continue
+        args = list(call.args[1:] if call.func.id == "declare_parameter" else call.args)
+        if len(args) < 2 or not (isinstance(args[0], ast.Constant) and isinstance(args[0].value, str)):
+            continue
+        kw = {k.arg: k.value for k in call.keywords}
+        name = args[0].value
+        default = _value(args[1], resolvers)
+        description = _text(args[2] if len(args) > 2 else kw.get("description"), resolvers)
+        lo = _value(kw["min_value"], resolvers) if "min_value" in kw else None
+        hi = _value(kw["max_value"], resolvers) if "max_value" in kw else None
+        if isinstance(lo, str) or isinstance(hi, str):   # an expression: show it as written
+            rng = f"{lo} .. {hi}"
+        else:
+            rng = _range(lo, hi)
+        constraints = _text(kw.get("constraints"), resolvers)
+        if constraints:
+            rng = "; ".join(x for x in (rng, constraints) if x)
+        rows.setdefault(name, (name, _fmt(default), rng, description))
+    if node == "localizer":
+        from rlstack_localization.core import LocalizerParams
+        from rlstack_localization.node_core import CORE_PARAMS
+
+        defaults = LocalizerParams()
+        for name, (desc, lo, hi) in CORE_PARAMS.items():
+            rows.setdefault(name, (name, _fmt(getattr(defaults, name)), _range(lo, hi), desc))
+    return list(rows.values())
+
+
+def nav_params() -> List[Row]:
+    from rlstack_nav.parameters import PARAMS
+
+    return [(p.name, _fmt(p.default), _range(p.min_value, p.max_value, p.constraints), p.help) for p in PARAMS]
+
+
+def bridge_params() -> List[Row]:
+    from rlstack_sim.parameters import bridge_parameters
+    from sim_bridges import backend_names
+    from sim_bridges.scenes import scene_names
+
+    return [(p.name, _fmt(p.default), _range(p.min_value, p.max_value, p.constraints), p.description)
+            for p in bridge_parameters(scene_names(), backend_names())]
+
+
+def params_rows(node: str) -> List[Row]:
+    if node == "nav_controller":
+        return nav_params()
+    if node == "sim_bridge":
+        return bridge_params()
+    if node not in AST_NODES:
+        raise KeyError(f"no parameter source known for node '{node}' (tools/gen_reference.py AST_NODES)")
+    path = SRC / AST_NODES[node]
+    if not path.is_file():
+        raise KeyError(f"node '{node}': {path.relative_to(ROOT)} does not exist")
+    return ast_params(node, path)
+
+
+def params_table(node: str) -> str:
+    rows = params_rows(node)
+    lines = ["| parameter | default | range | description |", "|---|---|---|---|"]
+    lines += [f"| `{n}` | {_cell(d)} | {_cell(r)} | {_cell(t)} |" for n, d, r, t in rows]
+    return "\n".join(lines) + "\n"
+
+
+def launch_args_table(file_name: str) -> str:
+    from rlstack_launch.launch_file import load
+
+    result = load(str(ROOT / "launch" / file_name))
+    lines = ["| argument | default | description |", "|---|---|---|"]
+    for info in result.declared.values():
+        if info.source and Path(info.source).name != file_name:
+            continue   # declared by an included file: listed on that file's table
+        default = "(required)" if info.default is None else f"`{info.default}`" if info.default else "`''`"
+        lines.append(f"| `{info.name}` | {_cell(default)} | {_cell(info.description)} |")
+    return "\n".join(lines) + "\n"
+
+
+GENERATORS: Dict[str, Callable[[str], str]] = {"params": params_table, "launch-args": launch_args_table}
+
+
+def render(text: str, problems: List[str], where: str) -> str:
+    def one(m: re.Match) -> str:
+        kind, key = m.group(2), m.group(3)
+        try:
+            body = GENERATORS[kind](key)
+        except Exception as exc:  # noqa: BLE001 -- reported per block, the others still render
+            problems.append(f"{where}: generated {kind} {key}: {type(exc).__name__}: {exc}")
+            return m.group(0)
+        return m.group(1) + body + m.group(5)
+
+    return BLOCK.sub(one, text)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="write nothing; exit 1 when a block is stale")
+    ap.add_argument("pages", nargs="*", help="pages to process (default: every docs/reference/*.md)")
+    a = ap.parse_args(argv)
+    sys.path.insert(0, str(ROOT / "sim_bridges"))
+    pages = [Path(p).resolve() for p in a.pages] or sorted(REFERENCE.glob("*.md"))
+    problems: List[str] = []
+    stale: List[str] = []
+    blocks = 0
+    for page in pages:
+        text = page.read_text()
+        blocks += len(BLOCK.findall(text))
+        new = render(text, problems, str(page.relative_to(ROOT)))
+        if new != text:
+            if a.check:
+                for old_m, new_m in zip(BLOCK.finditer(text), BLOCK.finditer(new)):
+                    if old_m.group(0) != new_m.group(0):
+                        stale.append(f"{page.relative_to(ROOT)}: generated {old_m.group(2)} {old_m.group(3)}")
+            else:
+                page.write_text(new)
+                print(f"wrote {page.relative_to(ROOT)}")
+    for line in problems:
+        print(f"error: {line}", file=sys.stderr)
+    for line in stale:
+        print(f"stale: {line} (run: python tools/gen_reference.py)", file=sys.stderr)
+    print(f"{blocks} generated blocks in {len(pages)} pages; {len(stale)} stale, {len(problems)} errors")
+    return 1 if problems or stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
