@@ -187,10 +187,10 @@ def launch_args_table(file_name: str) -> str:
     result = load(str(ROOT / "launch" / file_name))
     lines = ["| argument | default | description |", "|---|---|---|"]
     for info in result.declared.values():
-        if info.source and Path(info.source).name != file_name:
-            continue   # declared by an included file: listed on that file's table
+        declared_in = Path(re.sub(r":\d+$", "", info.source or file_name)).name
+        where = "" if declared_in == file_name else f" (passed to `{declared_in}`)"
         default = "(required)" if info.default is None else f"`{info.default}`" if info.default else "`''`"
-        lines.append(f"| `{info.name}` | {_cell(default)} | {_cell(info.description)} |")
+        lines.append(f"| `{info.name}` | {_cell(default)} | {_cell(info.description)}{where} |")
     return "\n".join(lines) + "\n"
 
 
