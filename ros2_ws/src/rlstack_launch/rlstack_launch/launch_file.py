@@ -21,6 +21,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, 
 
 import yaml
 
+from .attr_types import check_entity, missing_error, type_error, typed_bool
 from .errors import EntryError, LaunchError, SkipEntry
 from .params_file import validate_params_file
 from .substitutions import SubstitutionContext, package_prefix, package_share, substitute
@@ -338,12 +339,16 @@ class _Builder:
         _assign_labels(self.nodes)
 
     def _check_cli_args(self, path: str) -> None:
+        # ros2 launch sets every name:=value as a launch configuration and says nothing about
+        # names no file declares (ros2launch/api/api.py, launch_a_launch_file); the graph
+        # starts the same here, with one warning line per such name against typos.
         known = set(self.declared) | self.used_vars | self.skipped_args
         for name in self.cli_args:
             if name not in known and _ARG_NAME.match(name):
                 declared = ", ".join(sorted(self.declared)) or "none"
-                self.problems.append(
-                    f"launch argument '{name}' is not declared by {path} or its includes "
+                self._warn(
+                    f"launch argument '{name}' is not declared by {path} or its includes, "
+                    f"so it changes nothing; ros2 launch ignores it too "
                     f"(declared arguments: {declared}; check the spelling)"
                 )
 
@@ -420,6 +425,8 @@ class _Builder:
 
     def _run_entry(self, entry: Any, fctx: _FileCtx, scope: _Scope, line: int) -> None:
         tag, body = _split_entry(entry)
+        if self._type_errors(tag, body, fctx, line, _describe(entry)):
+            return
         if tag == "group" and isinstance(body, list):
             # Short form: 'group: [children...]' is a scoped group with default options.
             self._run_entries(body, fctx, scope.child(), line)
@@ -439,6 +446,13 @@ class _Builder:
             "push_ros_namespace": self._do_push_ns,
         }[tag]
         handler(body, fctx, scope, line)
+
+    def _type_errors(self, tag: str, body: Any, fctx: _FileCtx, line: int, desc: str) -> bool:
+        """Report the attribute-type errors ros2 launch's parser finds in an entry; True if any."""
+        errors = check_entity(tag, body)
+        for exc in errors:
+            self._report(fctx, line, desc, exc)
+        return bool(errors)
 
     def _sub_ctx(self, fctx: _FileCtx, scope: _Scope) -> SubstitutionContext:
         return SubstitutionContext(
@@ -479,6 +493,8 @@ class _Builder:
             child_line = getattr(child, "line", line)
             try:
                 child_tag, child_body = _split_entry(child)
+                if self._type_errors(child_tag, child_body, fctx, child_line, _describe(child)):
+                    continue
                 self._scan_disabled(child_tag, child_body, fctx, child_line)
             except EntryError as exc:
                 self._report(fctx, child_line, _describe(child), exc)
@@ -520,9 +536,11 @@ class _Builder:
                 )
 
     def _do_let(self, body: Mapping[str, Any], fctx: _FileCtx, scope: _Scope, line: int) -> None:
-        name = _get_str(body, "name", "let", required=True)
+        ctx = self._sub_ctx(fctx, scope)
+        # SetLaunchConfiguration.parse: both name and value take substitutions.
+        name = substitute(_get_str(body, "name", "let", required=True), ctx)
         value = _get_str(body, "value", "let", required=True)
-        scope.variables[name] = substitute(value, self._sub_ctx(fctx, scope))
+        scope.variables[name] = substitute(value, ctx)
         scope.missing.discard(name)
 
     def _do_push_ns(
@@ -536,8 +554,8 @@ class _Builder:
 
     def _do_group(self, body: Mapping[str, Any], fctx: _FileCtx, scope: _Scope, line: int) -> None:
         ctx = self._sub_ctx(fctx, scope)
-        scoped = _get_bool(body, "scoped", "group", ctx, default=True)
-        forwarding = _get_bool(body, "forwarding", "group", ctx, default=True)
+        scoped = self._group_flag(body, "scoped", fctx, line)
+        forwarding = self._group_flag(body, "forwarding", fctx, line)
         if "children" not in body:
             raise EntryError(
                 "group has no 'children' list",
@@ -547,21 +565,41 @@ class _Builder:
         if not isinstance(children, list):
             raise EntryError(f"group 'children' must be a list, got {_kind(children)}",
                              "write 'children: [- node: {...}, ...]'")
-        inner = scope.child() if scoped else scope
-        if not forwarding:
+        # 'keep' values are evaluated before the group's scope is entered (GroupAction).
+        kept: Dict[str, str] = {}
+        if "keep" in body:
+            for item in _get_list_of_maps(body, "keep", "group"):
+                _check_keys(item, "keep", ("name", "value"))
+                kept[substitute(_get_str(item, "name", "keep", required=True), ctx)] = substitute(
+                    _get_str(item, "value", "keep", required=True), ctx
+                )
+        if scoped and not forwarding:
             # Only the 'keep' entries cross into a non-forwarding group (launch semantics).
-            kept: Dict[str, str] = {}
-            if "keep" in body:
-                for item in _get_list_of_maps(body, "keep", "group"):
-                    _check_keys(item, "keep", ("name", "value"))
-                    kept[_get_str(item, "name", "keep", required=True)] = substitute(
-                        _get_str(item, "value", "keep", required=True), ctx
-                    )
             inner = _Scope(kept, scope.namespace, set())
-        elif "keep" in body:
-            raise EntryError("'keep' only applies to a group with forwarding: \"false\"",
-                             "remove 'keep' or set forwarding: \"false\"")
+        else:
+            # scoped: changes stay inside; not scoped: 'keep' and everything else leak out.
+            inner = scope.child() if scoped else scope
+            inner.variables.update(kept)
+            inner.missing.difference_update(kept)
         self._run_entries(children, fctx, inner, line)
+
+    def _group_flag(self, body: Mapping[str, Any], key: str, fctx: _FileCtx, line: int) -> bool:
+        """``scoped`` / ``forwarding`` exactly as ros2 launch reads them from YAML.
+
+        GroupAction.parse takes a YAML boolean, or a string it neither substitutes nor
+        converts: GroupAction then tests the string's truth, so every non-empty string --
+        also "false" -- means true. The graph is built the same way here, with a warning.
+        """
+        if key not in body:
+            return True
+        value = body[key]
+        if isinstance(value, str):
+            self._warn(
+                f"{fctx.display}:{line}: group {key}: {value!r} is a string, which ros2 launch "
+                f"reads as {'true' if value else 'false'} whatever it says "
+                f"(write {key}: true or {key}: false, without quotes)"
+            )
+        return bool(value)
 
     def _do_include(
         self, body: Mapping[str, Any], fctx: _FileCtx, scope: _Scope, line: int
@@ -580,9 +618,9 @@ class _Builder:
         child = scope.child()
         for item in _get_list_of_maps(body, "arg", "include") if "arg" in body else []:
             _check_keys(item, "include arg", ("name", "value"))
-            name = _get_str(item, "name", "include arg", required=True)
+            name = substitute(_get_str(item, "name", "arg", required=True), ctx)
             child.variables[name] = substitute(
-                _get_str(item, "value", "include arg", required=True), ctx
+                _get_str(item, "value", "arg", required=True), ctx
             )
             child.missing.discard(name)
         self._load_file(path, path, child, f"{fctx.display}:{line}")
@@ -613,7 +651,8 @@ class _Builder:
         namespace = attempt(lambda: _join_namespace(
             scope.namespace, substitute(_get_str(body, "namespace", "node") or "", ctx)
         ), "/")
-        output = _get_str(body, "output", "node") or "screen"
+        output = attempt(lambda: substitute(_get_str(body, "output", "node") or "screen", ctx),
+                         "screen")
         if output not in _OUTPUT_VALUES:
             failures.append(EntryError(f"output '{output}' is not supported",
                                        "use screen, log or both"))
@@ -625,11 +664,13 @@ class _Builder:
                     f"on_exit '{on_exit}' is not supported",
                     "use 'on_exit: shutdown' to make the node required, or drop the key"))
             required = True
-        respawn = attempt(lambda: _typed_attr(body, "respawn", bool, ctx)) or False
-        respawn_delay = attempt(lambda: _typed_attr(body, "respawn_delay", float, ctx)) or 0.0
+        respawn = attempt(lambda: _respawn(body, ctx)) or False
+        respawn_delay = attempt(lambda: _respawn_delay(body)) or 0.0
         if respawn_delay < 0.0:
-            failures.append(EntryError(f"respawn_delay {respawn_delay:g} is negative",
-                                       "give the seconds to wait before a restart, >= 0"))
+            # ExecuteProcess.parse's message
+            failures.append(EntryError(
+                "Attribute respawn_delay of Entity node expected to be a non-negative value "
+                f"but got `{respawn_delay}`", "give the seconds to wait before a restart, >= 0"))
         if respawn and required:
             # ros2 launch would both stop the graph and start the node again, racing; say which.
             failures.append(EntryError(
@@ -738,41 +779,32 @@ def _check_keys(body: Mapping[str, Any], tag: str, allowed: Sequence[str]) -> No
             )
 
 
-_TRUE_WORDS = ("true", "1")
-_FALSE_WORDS = ("false", "0")
+def _respawn(body: Mapping[str, Any], ctx: SubstitutionContext) -> bool:
+    """``respawn``: a string (ExecuteProcess.parse), substituted, then read as a bool as
+    ExecuteLocal.prepare does (perform_typed_substitution(..., bool))."""
+    text = _get_str(body, "respawn", "node")
+    if text is None:
+        return False
+    return typed_bool(substitute(text, ctx), "respawn")
 
 
-def _typed_attr(body: Mapping[str, Any], key: str, kind: type, ctx: Any) -> Any:
-    """A node attribute that ``ros2 launch`` reads as a bool or a float (``respawn``,
-    ``respawn_delay``): a YAML value of that type, or a string (substitutions allowed)
-    that reads as one. ``None`` when absent."""
-    if key not in body:
-        return None
-    value = body[key]
-    if kind is bool:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str):
-            word = substitute(value, ctx).strip().lower()
-            if word in _TRUE_WORDS:
-                return True
-            if word in _FALSE_WORDS:
-                return False
-            raise EntryError(f"'{key}' must be true or false, got {word!r}",
-                             f"write {key}: true (or false)")
-        raise EntryError(f"'{key}' must be true or false, got {_kind(value)}",
-                         f"write {key}: true (or false)")
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
+def _respawn_delay(body: Mapping[str, Any]) -> float:
+    """``respawn_delay``: ExecuteProcess.parse asks for a float and compares it with 0.0.
+
+    A YAML string passes upstream's type check but then fails that comparison, so only a
+    YAML float works in ros2 launch (an int is refused by the type check).
+    """
+    if "respawn_delay" not in body:
+        return 0.0
+    value = body["respawn_delay"]
     if isinstance(value, str):
-        text = substitute(value, ctx).strip()
-        try:
-            return float(text)
-        except ValueError:
-            raise EntryError(f"'{key}' must be a number of seconds, got {text!r}",
-                             f"write e.g. {key}: 2.0") from None
-    raise EntryError(f"'{key}' must be a number of seconds, got {_kind(value)}",
-                     f"write e.g. {key}: 2.0")
+        raise EntryError(
+            "'respawn_delay' is a string: ros2 launch fails on it with \"TypeError: '<' not "
+            "supported between instances of 'str' and 'float'\"",
+            "write a number with a decimal point and no quotes, e.g. respawn_delay: 2.0")
+    if not isinstance(value, float) or isinstance(value, bool):
+        raise type_error("respawn_delay", "node", float, value)
+    return value
 
 
 def _get_str(
@@ -781,33 +813,12 @@ def _get_str(
     """Return a string attribute; like launch_yaml, non-string YAML scalars are rejected."""
     if key not in body:
         if required:
-            raise EntryError(f"{tag} has no '{key}'", f"add '{key}: ...'")
+            raise missing_error(key, tag)
         return None
     value = body[key]
     if isinstance(value, str):
         return value
-    if isinstance(value, (bool, int, float)):
-        literal = str(value).lower() if isinstance(value, bool) else str(value)
-        raise EntryError(
-            f"'{key}' of {tag} must be a string, got {_kind(value)}",
-            f"quote it: {key}: \"{literal}\" (ros2 launch rejects unquoted values too)",
-        )
-    raise EntryError(f"'{key}' of {tag} must be a string, got {_kind(value)}",
-                     f"write {key}: \"...\"")
-
-
-def _get_bool(
-    body: Mapping[str, Any], key: str, tag: str, ctx: SubstitutionContext, default: bool
-) -> bool:
-    if key not in body:
-        return default
-    value = body[key]
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        return _evaluate_condition(value, key, ctx)
-    raise EntryError(f"'{key}' of {tag} must be true or false, got {_kind(value)}",
-                     f"write {key}: \"true\" or {key}: \"false\"")
+    raise type_error(key, tag, str, value)
 
 
 def _get_list_of_maps(body: Mapping[str, Any], key: str, tag: str) -> List[Mapping[str, Any]]:

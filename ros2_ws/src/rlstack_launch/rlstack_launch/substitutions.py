@@ -19,7 +19,6 @@ from .errors import EntryError, SkipEntry
 SUPPORTED = (
     "var",
     "env",
-    "optenv",
     "find-pkg-share",
     "find-pkg-prefix",
     "dirname",
@@ -148,9 +147,12 @@ def _evaluate(inner: str, ctx: SubstitutionContext) -> str:
             raise EntryError(f"wrong number of arguments in {expr}", f"usage: {usage}")
 
     if kind == "var":
-        need(1, 1, "$(var NAME)")
+        # launch/substitutions/launch_configuration.py: $(var NAME) or $(var NAME DEFAULT)
+        need(1, 2, "$(var NAME) or $(var NAME DEFAULT)")
         name = args[0]
         ctx.used.add(name)
+        if name not in ctx.variables and len(args) == 2:
+            return args[1]
         if name in ctx.missing:
             raise SkipEntry()
         if name not in ctx.variables:
@@ -169,14 +171,12 @@ def _evaluate(inner: str, ctx: SubstitutionContext) -> str:
             )
         return value
     if kind == "optenv":
-        need(1, 2, "$(optenv NAME) or $(optenv NAME DEFAULT)")
-        if ctx.warn is not None:
-            # ROS 2 launch has no optenv (it was ROS 1); files that use it only run here.
-            ctx.warn(
-                f"{expr} is not understood by `ros2 launch`; "
-                f"$(env {args[0]} {args[1] if len(args) == 2 else chr(39) * 2}) works in both"
-            )
-        return os.environ.get(args[0], args[1] if len(args) == 2 else "")
+        # A ROS 1 substitution: ros2 launch stops with "Unknown substitution: optenv".
+        default = args[1] if len(args) == 2 else "''"
+        raise EntryError(
+            f"Unknown substitution: optenv (in {expr}; ros2 launch does not know it either)",
+            f"write $(env {args[0] if args else 'NAME'} {default}) instead",
+        )
     if kind == "find-pkg-share":
         need(1, 1, "$(find-pkg-share PACKAGE)")
         return package_share(args[0])

@@ -83,12 +83,15 @@ BAD_INPUTS = {
         "launch:\n  - arg: {name: robot}\n", [],
         ["required launch argument 'robot' was not given (pass robot:=VALUE"],
     ),
-    "unknown command-line arg": (
-        GOOD, ["rate_hx:=3"], ["launch argument 'rate_hx' is not declared"]
-    ),
     "unquoted default": (
         "launch:\n  - arg: {name: rate, default: 10.0}\n", [],
-        ["'default' of arg must be a string, got number 10.0", 'quote it: default: "10.0"'],
+        ["Attribute 'default' of Entity 'arg' expected to be of type '<class 'str'>', "
+         "got '<class 'float'>'", 'quote it: default: "10.0"'],
+    ),
+    "boolean respawn": (
+        node(", respawn: true"), [],
+        ["Attribute 'respawn' of Entity 'node' expected to be of type '<class 'str'>', "
+         "got '<class 'bool'>'", 'quote it: respawn: "true"'],
     ),
     "launch yaml syntax": ("launch:\n  - node: {pkg: demo\n", [], ["is not valid YAML"]),
     "not a launch file": ("nodes: []\n", [], ["must be a mapping with the single key 'launch'"]),
@@ -204,3 +207,23 @@ def test_node_that_cannot_start_is_one_line_error(prefix, cli):
     assert len(errors) == 1 and "node 'broken' could not be started" in errors[0], result.stderr
     # The node that did start was stopped (the fixture checks it is gone).
     assert "a node could not be started, stopping all nodes" in result.stderr
+
+
+def test_undeclared_command_line_argument_is_one_warning_line(prefix, cli):
+    """ros2 launch takes a name:=value no file declares without a word (ros2launch/api/api.py,
+    launch_a_launch_file) and starts the graph; so does the runner, with one warning line."""
+    path = prefix.launch(GOOD)
+    result = cli.run(str(path), "--check", "rate_hx:=3")
+    assert result.returncode == 0, result.stderr
+    assert "ok:" in result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("rlstack_launch: warning: launch argument 'rate_hx' is not declared")
+    assert "ros2 launch ignores it too" in lines[0] and "declared arguments: rate_hz" in lines[0]
+
+
+def test_unknown_package_in_package_file_form_is_one_line(cli):
+    result = cli.run("rlstack_no_such_pkg", "x.launch.yaml", "--check")
+    assert_user_error(result, "package 'rlstack_no_such_pkg' not found in the ament index",
+                      "build it and source its workspace")
+    assert len(result.stderr.strip().splitlines()) == 1

@@ -188,13 +188,13 @@ def test_run_graph_api_in_process(prefix, capfd):
 
 
 def test_respawned_node_is_started_again_and_stops_with_the_graph(prefix, cli):
-    """``respawn: true`` (as ros2 launch): a node that exits, with any code, is started again
+    """``respawn: "true"`` (as ros2 launch): a node that exits, with any code, is started again
     after ``respawn_delay``; Ctrl-C then stops every node and the exit status is 0."""
     path = prefix.launch(
         "launch:\n"
         "  - node: {pkg: demo, exec: fake_node, name: steady}\n"
         "  - node: {pkg: demo, exec: fake_node, name: flaky, args: '--after 0.2 --exit 3',"
-        " respawn: true, respawn_delay: 0.3}\n"
+        " respawn: 'true', respawn_delay: 0.3}\n"
     )
     runner = cli(str(path))
     wait_ready(prefix, "steady")
@@ -224,7 +224,7 @@ def test_a_pending_respawn_is_dropped_when_the_graph_stops(prefix, cli):
         "launch:\n"
         "  - node: {pkg: demo, exec: fake_node, name: boss, on_exit: shutdown, args: '--after 0.8'}\n"
         "  - node: {pkg: demo, exec: fake_node, name: flaky, args: '--after 0.1 --exit 1',"
-        " respawn: true, respawn_delay: 30.0}\n"
+        " respawn: 'true', respawn_delay: 30.0}\n"
     )
     runner = cli(str(path))
     out, err = runner.communicate(timeout=15)
@@ -235,27 +235,35 @@ def test_a_pending_respawn_is_dropped_when_the_graph_stops(prefix, cli):
 
 
 def test_respawn_attributes_are_checked(prefix):
+    """respawn is a string read as a bool when the node starts (ExecuteProcess.parse, then
+    ExecuteLocal.prepare's perform_typed_substitution); respawn_delay a YAML float >= 0."""
     from rlstack_launch import check_launch_file
 
     path = prefix.launch(
         "launch:\n"
         "  - arg: {name: again, default: 'true'}\n"
-        "  - node: {pkg: demo, exec: fake_node, name: a, respawn: '$(var again)', respawn_delay: '2.5'}\n"
-        "  - node: {pkg: demo, exec: fake_node, name: b, respawn: true, on_exit: shutdown}\n"
+        "  - node: {pkg: demo, exec: fake_node, name: a, respawn: '$(var again)', respawn_delay: 2.5}\n"
+        "  - node: {pkg: demo, exec: fake_node, name: b, respawn: 'true', on_exit: shutdown}\n"
         "  - node: {pkg: demo, exec: fake_node, name: c, respawn: 'sometimes'}\n"
-        "  - node: {pkg: demo, exec: fake_node, name: d, respawn: true, respawn_delay: -1.0}\n"
+        "  - node: {pkg: demo, exec: fake_node, name: d, respawn: 'yes', respawn_delay: -1.0}\n"
         "  - node: {pkg: demo, exec: fake_node, name: e, respawn_delay: 'soon'}\n"
     )
     problems = check_launch_file(str(path), {})
     assert len(problems) == 4, problems
     assert "node 'b'" in problems[0] and "contradict each other" in problems[0]
-    assert "node 'c'" in problems[1] and "'respawn' must be true or false, got 'sometimes'" in problems[1]
-    assert "node 'd'" in problems[2] and "respawn_delay -1 is negative" in problems[2]
-    assert "node 'e'" in problems[3] and "'respawn_delay' must be a number of seconds" in problems[3]
+    assert "node 'c'" in problems[1] and "Cannot convert value 'sometimes' to '<class 'bool'>'" in problems[1]
+    assert "node 'd'" in problems[2] and (
+        "Attribute respawn_delay of Entity node expected to be a non-negative value but got `-1.0`"
+        in problems[2])
+    assert "node 'e'" in problems[3] and (
+        "TypeError: '<' not supported between instances of 'str' and 'float'" in problems[3])
     specs = load_launch_file(str(path.parent / prefix.launch(
         "launch:\n"
         "  - arg: {name: again, default: 'true'}\n"
-        "  - node: {pkg: demo, exec: fake_node, name: a, respawn: '$(var again)', respawn_delay: '2.5'}\n"
-        "  - node: {pkg: demo, exec: fake_node, name: z}\n", name="ok.launch.yaml")), {"again": "1"})
+        "  - node: {pkg: demo, exec: fake_node, name: a, respawn: '$(var again)', respawn_delay: 2.5}\n"
+        "  - node: {pkg: demo, exec: fake_node, name: z}\n"
+        "  - node: {pkg: demo, exec: fake_node, name: y, respawn: 'On'}\n", name="ok.launch.yaml")),
+        {"again": "1"})
     assert (specs[0].respawn, specs[0].respawn_delay) == (True, 2.5)
     assert (specs[1].respawn, specs[1].respawn_delay) == (False, 0.0)
+    assert specs[2].respawn is True
