@@ -31,6 +31,32 @@ def test_launch_file_resolves(launch_file):
                 assert Path(entry[1]).is_file()
 
 
+def _runs(launch_files):
+    """(file, args) pairs: each file with its defaults, and with sim:=false where it declares sim."""
+    from rlstack_launch import load
+
+    runs = []
+    for path in launch_files:
+        runs.append((path, []))
+        if "sim" in load(str(path), {}).declared:
+            runs.append((path, ["sim:=false"]))
+    return runs
+
+
+@pytest.mark.parametrize("launch_file, args", _runs(LAUNCH_FILES),
+                         ids=lambda v: v.name if isinstance(v, Path) else " ".join(v) or "defaults")
+def test_launch_file_passes_the_runner_check(launch_file, args):
+    """`python -m rlstack_launch FILE --check` (the runner reads attribute types, entities and
+    substitutions as strictly as `ros2 launch`), by path and as `rlstack_bringup FILE` from the
+    installed share directory, with the defaults and with sim:=false where the file has it."""
+    for target in ([str(launch_file)], ["rlstack_bringup", launch_file.name]):
+        result = subprocess.run([sys.executable, "-m", "rlstack_launch", *target, *args, "--check"],
+                                capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.startswith("rlstack_launch: ok: "), result.stdout
+        assert result.stderr == "", result.stderr   # no warnings either
+
+
 @pytest.mark.parametrize("params_file", sorted((REPO / "launch" / "params").glob("*.yaml")), ids=lambda p: p.name)
 def test_params_files_are_ros_params_yaml(params_file):
     data = yaml.safe_load(params_file.read_text())
