@@ -29,6 +29,7 @@ import argparse
 import asyncio
 import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
@@ -159,6 +160,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if not files and _declares_sim(path):
             runs.append((path, {**given, "sim": "false"}))
     failed = 0
+    # launch_ros writes each node's {name, value} params to a temporary file; keep them here.
+    scratch = tempfile.TemporaryDirectory(prefix="check_launch_upstream-")
+    tempfile.tempdir = scratch.name
     for path, args in runs:
         shown = os.path.relpath(path) + "".join(f" {k}:={v}" for k, v in args.items())
         errors = check_file(path, args)
@@ -167,6 +171,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         for error in errors:
             print(f"error: {shown}: {error}")
         failed += bool(errors)
+    tempfile.tempdir = None
+    scratch.cleanup()
     return 1 if failed else 0
 
 
