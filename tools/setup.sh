@@ -47,9 +47,9 @@ quiet() {
 hash_of() { cat "$@" | sha256sum | cut -c1-16; }
 
 # ---------------------------------------------------------------- 0. preconditions
-command -v "$PYTHON" >/dev/null || die "python3 not found (install Python 3.10+ first)"
-"$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 10))' \
-  || die "Python 3.10+ is needed, found $("$PYTHON" --version 2>&1)"
+command -v "$PYTHON" >/dev/null || die "$PYTHON not found (install Python 3.11 first, or set PYTHON=python3.11)"
+"$PYTHON" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' \
+  || die "Python 3.11 is needed (the pinned ROS 2 and Ray wheels are cp311 builds), found $("$PYTHON" --version 2>&1); set PYTHON=python3.11"
 "$PYTHON" -c 'import venv, ensurepip' 2>/dev/null \
   || die "python3 cannot make virtual environments (on Debian/Ubuntu: apt-get install python3-venv)"
 
