@@ -55,7 +55,7 @@ def _displays(displays):
 def _documented_lines() -> list:
     """Lines that name the project's topics: docs/README table rows, launch files, params files."""
     lines = []
-    for md in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+    for md in [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]:
         lines += [ln for ln in md.read_text().splitlines() if ln.lstrip().startswith("|")]
     for y in [*sorted((REPO / "launch").glob("*.launch.yaml")), *sorted((REPO / "launch" / "params").glob("*.yaml"))]:
         lines += y.read_text().splitlines()
@@ -113,7 +113,7 @@ def test_topic_is_one_the_project_publishes(topic):
 
 
 def test_latched_displays_subscribe_to_latched_topics():
-    sources = [*sorted((REPO / "docs").glob("*.md")), *sorted((REPO / "launch").rglob("*.yaml")),
+    sources = [*sorted((REPO / "docs").rglob("*.md")), *sorted((REPO / "launch").rglob("*.yaml")),
                *sorted((REPO / "ros2_ws" / "src").glob("*/*/*.py"))]
     text = [ln for p in sources for ln in p.read_text().splitlines()]
     latched = re.compile(r"latched|transient local", re.I)

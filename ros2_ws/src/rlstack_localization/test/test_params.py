@@ -31,7 +31,7 @@ def test_every_core_parameter_is_declared_and_set_with_its_default():
 
 
 def test_the_params_file_is_referenced_by_the_docs():
-    text = (REPO / "docs" / "navigation.md").read_text()
+    text = (REPO / "docs" / "reference" / "localization.md").read_text()
     assert "launch/params/localizer.yaml" in text
     for key in ("/localization/state", "/amcl_pose", "/initialpose", "LOCALIZATION_LOST"):
         assert key in text

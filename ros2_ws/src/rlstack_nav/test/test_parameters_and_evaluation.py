@@ -38,9 +38,9 @@ def test_params_file_sets_every_parameter_to_its_default():
 
 
 def test_docs_describe_every_parameter():
-    text = repo_file("docs", "navigation.md").read_text()
+    text = repo_file("docs", "reference", "navigation.md").read_text()
     missing = [p.name for p in PARAMS if f"`{p.name}`" not in text]
-    assert not missing, f"docs/navigation.md lacks {missing}"
+    assert not missing, f"docs/reference/navigation.md lacks {missing}"
 
 
 def test_bad_values_are_refused():
