@@ -2,7 +2,7 @@
 #
 # It activates the project venv (.venv), makes the venv the ROS prefix when the ROS 2 wheels
 # from PyPI are used, overlays the colcon workspace (ros2_ws/install), and applies the
-# middleware settings that keep every ROS process on this machine (docs/middleware.md).
+# middleware settings that keep every ROS process on this machine (docs/reference/middleware.md).
 # Safe to source twice. It never fails the calling shell: missing pieces print one hint.
 
 # Sourced from a `set -u` shell (make recipes, CI scripts)? The venv's activate script and
@@ -42,7 +42,7 @@ export FASTDDS_DEFAULT_PROFILES_FILE="$RLSTACK_ROOT/config/fastdds_shm_only.xml"
 # With Fast DDS the SHM-only profile already confines discovery and data to this host.
 # ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST would make rmw_fastrtps replace the profile's
 # transports with UDPv4 + SHM and open UDP sockets bound to 0.0.0.0 (measured:
-# docs/middleware.md), so for Fast DDS we leave transport choice to the profile. Any
+# docs/reference/middleware.md), so for Fast DDS we leave transport choice to the profile. Any
 # other RMW gets LOCALHOST, its documented way to stay on this machine.
 if [ "$RMW_IMPLEMENTATION" = rmw_fastrtps_cpp ]; then
   export ROS_AUTOMATIC_DISCOVERY_RANGE="${RLSTACK_DISCOVERY_RANGE:-SYSTEM_DEFAULT}"

@@ -1,6 +1,6 @@
 """RLlib PPO training throughput on Ray with 1 and 2 env runners (the cart-pole task's config),
 and the parts of one training iteration (sampling, learner update, weight sync) that the
-projection to N machines in docs/scaling.md is built from.
+projection to N machines in docs/guides/scale-out-on-ray.md is built from.
 
     python bench/bench_ray.py [--quick] [--runners 1 2] [--iters 8]
 

@@ -10,7 +10,7 @@ fi
 # shellcheck disable=SC1091
 . /opt/rlstack/env.sh
 # A graph spanning machines: the user's Fast DDS profile replaces the shared-memory-only one
-# (docker/fastdds_robot_lan.xml; docs/deployment.md "DDS between machines").
+# (docker/fastdds_robot_lan.xml; docs/guides/deploy-on-a-robot.md "DDS between machines").
 if [ -n "${RLSTACK_FASTDDS_PROFILE:-}" ]; then
   if [ ! -f "$RLSTACK_FASTDDS_PROFILE" ]; then
     echo "rlstack: RLSTACK_FASTDDS_PROFILE=$RLSTACK_FASTDDS_PROFILE is not a file in the container (mount it)" >&2

@@ -236,7 +236,7 @@ def test_object_on_the_floor_is_fetched_in_robot_mode(graph):
     (the camera cannot see the floor closer), holds the estimate, drives in and lifts it. With
     floor_grasps off (what the ground-truth ablation runs) the same object is UNREACHABLE.
 
-    Two tries: floor fetches succeed 16 of 20 in the floor evaluation (docs/mission.md), so one
+    Two tries: floor fetches succeed 16 of 20 in the floor evaluation (docs/reference/mission.md), so one
     try fails a working stack now and then (CI, 2026-11-26: three lifts "not lifted within 14 s"
     in one fetch). A broken floor grasp fails both; the first try's result is printed either way."""
     layout = graph.harness.layout(2, HOME_MAP)

@@ -281,7 +281,7 @@ def test_train_node_trains_the_lift_over_ros_by_behaviour_cloning(ros_processes,
     """``algo: bc`` through train_node: the expert's demonstrations and the DAgger rollouts run on
     the lockstep bridge (the expert reads the observation over ROS), the fit and the validation in
     process; a bundle the validator accepts comes out. A tiny budget: this checks the path, not
-    the policy (the full run: ``launch/train_lockstep.launch.yaml task:=lift``, docs/training.md)."""
+    the policy (the full run: ``launch/train_lockstep.launch.yaml task:=lift``, docs/reference/training.md)."""
     import yaml
 
     from rlstack_bundle.bundle import load as load_bundle

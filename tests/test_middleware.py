@@ -32,7 +32,7 @@ def test_profile_is_shared_memory_only(repo, name, segment, max_message):
 
 def test_environment_selects_fast_dds_with_the_profile():
     assert os.environ["RMW_IMPLEMENTATION"] == "rmw_fastrtps_cpp"
-    # LOCALHOST would make rmw_fastrtps add UDP transports (docs/middleware.md).
+    # LOCALHOST would make rmw_fastrtps add UDP transports (docs/reference/middleware.md).
     assert os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "SYSTEM_DEFAULT"
 
 

@@ -14,7 +14,7 @@ Since 2026-11-25 each episode starts with the wrist turned square to the estimat
 the env's ``align_wrist``), as the fetch mission does: the same policy scores 12/12 in every cell at
 delays 1 and 2 for cubes at 0, 30 and 45 deg, on tables and on the floor; at delay 3 it still fails
 (0-3/12). An expert with gain 0.4 instead of 0.6 holds up at delay 3 (10-12/12) but its behaviour
-clone scored 83 % and was not shipped. docs/mission.md ("Robot mode") has the tables.
+clone scored 83 % and was not shipped. docs/reference/mission.md ("Robot mode") has the tables.
 """
 
 from __future__ import annotations

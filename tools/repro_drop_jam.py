@@ -1,7 +1,7 @@
 """Reproduce the drop jam of the fetch evaluation in process (no ROS): ``python tools/repro_drop_jam.py``.
 
 About 1 fetch drop in 10 ends RELEASE_FAILED: the fingers open fully (8 cm) and the 5 cm cube still
-moves up with the hand (docs/mission.md, Results). This script shows the mechanism, not its cause:
+moves up with the hand (docs/reference/mission.md, Results). This script shows the mechanism, not its cause:
 it lifts the cube with the shipped ``policies/mobile_lift`` in the ``mobile_table`` scene, carries it
 to the carry point, backs the base off the table, then turns the cube in the hand so that one of
 its long diagonals lies between the fingers (``--tilt`` 1.0: the body diagonal; smaller values tilt

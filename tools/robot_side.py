@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Which code is on the robot side, and a check of a robot-side install (docs/architecture.md).
+"""Which code is on the robot side, and a check of a robot-side install (docs/reference/architecture.md).
 
     python tools/robot_side.py            # in a robot install (make setup ROBOT=1; source env.sh)
     python tools/robot_side.py --text     # also run the text encoder (perception's default)

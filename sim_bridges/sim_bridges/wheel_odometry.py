@@ -24,7 +24,7 @@ standing still (it slides, e.g. under the arm's swing) is seen by a gyro and not
 the distance still comes from the wheels.
 
 Default figures (per metre driven and per radian turned) and where they come from are listed in
-:data:`DEFAULT_ERROR_FIGURES` and in docs/navigation.md. The covariance of the integrated pose is
+:data:`DEFAULT_ERROR_FIGURES` and in docs/reference/localization.md. The covariance of the integrated pose is
 propagated with the motion model's Jacobians, so ``/odom`` carries a covariance that grows as
 a real one does.
 

@@ -1,4 +1,4 @@
-"""The arm's moves must not walk the mobile base (docs/mission.md, "Drift and the localiser").
+"""The arm's moves must not walk the mobile base (docs/reference/mission.md, "Drift and the localiser").
 
 With each end-effector step's joint targets set in one jump and a 20 kg base body, moving the
 grasp point between the fetch mission's poses walked the base 94 mm and turned it 4 deg while its

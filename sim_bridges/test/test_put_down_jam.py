@@ -1,4 +1,4 @@
-"""The put-down jam, reproduced and fixed (docs/mission.md): a cube held while the robot turns about half
+"""The put-down jam, reproduced and fixed (docs/reference/mission.md): a cube held while the robot turns about half
 a turn, then the gripper opens.
 
 Bullet keeps a friction-anchored contact point for as long as its friction stays inside the cone, and
@@ -88,7 +88,7 @@ def test_with_the_urdfs_friction_anchors_half_turns_jam():
     body the same sweep jams (4 of 8 when found; 1 of 8 since the backend interpolates arm steps).
     With the 40 kg base body of 2026-11-25 no half turn from 150 to 230 deg jammed even with the
     anchors (a steadier base); they stay off. If none jams here any more, Bullet changed and
-    docs/mission.md needs a new line."""
+    docs/reference/mission.md needs a new line."""
     widths = [hold_turn_and_open(turn, friction_anchors=True, base_mass=20.0) for turn in HALF_TURNS]
     assert sum(w < 0.06 for w in widths) >= 1, dict(zip(HALF_TURNS, widths))
 

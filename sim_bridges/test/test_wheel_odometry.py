@@ -164,7 +164,7 @@ def test_exact_wheel_odometry_follows_the_simulated_base():
 
 def test_a_gyro_sees_a_turn_the_wheels_do_not():
     """A base that turns while its wheels stand still (it slides: the fetch robot under its arm's
-    swing, docs/mission.md) turns the gyro odometry's heading and not the wheels-only one."""
+    swing, docs/reference/mission.md) turns the gyro odometry's heading and not the wheels-only one."""
     wheels = WheelOdometry(R, TRACK, OdometryErrors.exact())
     gyro = WheelOdometry(R, TRACK, OdometryErrors.exact().with_(gyro=True, gyro_noise=0.0))
     for k in range(61):   # 1 s, wheels still, the true heading turns by 0.05 rad

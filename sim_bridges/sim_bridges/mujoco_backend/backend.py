@@ -99,7 +99,7 @@ _FINGER_ARMATURE = 0.3
 #: 700-705 and 800-809: 6 of 14 lifted cubes held through every manoeuvre; the fetch graph lost the
 #: cube on the way to the drop-off in seeds 2 and 11); with these 13 of 14 (the other one lost in
 #: the stow). impratio 10 held 12 of 14 but the fixed-base lift fell from 94 to 86 of 100
-#: (``rlstack_learning.transfer``); with 3 it is 97 of 100 (docs/training.md).
+#: (``rlstack_learning.transfer``); with 3 it is 97 of 100 (docs/reference/training.md).
 _FRICTION_CONE = mujoco.mjtCone.mjCONE_ELLIPTIC
 _IMPRATIO = 3.0
 # Optical frame (z forward, y down) -> MuJoCo/OpenGL camera frame (looks down -z, y up): rotate

@@ -91,7 +91,7 @@ class ArmSpec:
         long as its friction stays inside the cone, so a cube held while the robot turned ~180 deg
         kept contacts whose normals now pointed the wrong way; on opening they acted as a wall
         1.2 mm outside the pads and held the fingers shut against the motors (the put-down jam,
-        docs/mission.md; in process, sim_bridges/test/test_put_down_jam.py: 4 of 8 half turns with anchors
+        docs/reference/mission.md; in process, sim_bridges/test/test_put_down_jam.py: 4 of 8 half turns with anchors
         jammed, 0 of 8 without).
     """
 

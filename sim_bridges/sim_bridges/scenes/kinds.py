@@ -171,7 +171,7 @@ def _catalogue() -> Dict[str, Kind]:
         Kind("mug", "mesh", mass=0.15, colours=("red", "blue"), mesh=MeshSpec(
             d("objects", "mug.obj"), scale=0.8, collision_path=d("objects", "mug_col.obj"))),
         # a 2x2 brick, 5.1 x 5.1 x 3.7 cm: at scale 0.2 (6.3 cm, twice a real toy brick) it left the
-        # Panda's 8 cm hand 0.85 cm a side, too little for a pose perceived from 1 m (docs/mission.md)
+        # Panda's 8 cm hand 0.85 cm a side, too little for a pose perceived from 1 m (docs/reference/mission.md)
         Kind("lego", "mesh", mass=0.05, colours=("red", "green"), mesh=MeshSpec(
             d("lego", "lego.obj"), scale=0.16, rpy=(math.pi / 2, 0.0, 0.0))),
         Kind("ring", "mesh", mass=0.05, colours=("green", "yellow"), mesh=MeshSpec(

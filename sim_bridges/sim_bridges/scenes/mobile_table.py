@@ -16,7 +16,7 @@ off perpendicular, and presents cubes 0.06-0.30 m beyond the edge (|y| <= 0.25 m
 +-0.20 m to the side), where the fetch parks the base in front of an object on the floor. Why there:
 the arm reaches a floor cube's centre (2.5 cm up) with the gripper pointing down from 0.35 to 0.76 m
 ahead of ``base_link`` at y = 0 and 0.40 to 0.76 m at y = 0.2 m, but below 0.40 m its hand comes
-within 2 cm of the body's front edge (measured with PyBullet's IK: ``docs/mission.md``, "Floor
+within 2 cm of the body's front edge (measured with PyBullet's IK: ``docs/reference/mission.md``, "Floor
 grasps").
 
 ``target_kind="lego"``: the target is the toy brick of ``home_kinds`` (``kinds.KINDS["lego"]``, 5.1 x

@@ -13,7 +13,7 @@ or a cartesian velocity controller's command) and the gripper goal on one of:
     (the Franka Hand's ``/franka_gripper/gripper_action``, ros2_control's
     GripperActionController). control_msgs is in every ROS 2 distribution but not on PyPI:
     with the PyPI wheels this mode stops at start with a one-line error.
-Publishes /diagnostics. All logic is in ``rlstack_adapters.core`` (docs/deployment.md).
+Publishes /diagnostics. All logic is in ``rlstack_adapters.core`` (docs/guides/deploy-on-a-robot.md).
 """
 
 from __future__ import annotations

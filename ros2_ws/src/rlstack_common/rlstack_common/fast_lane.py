@@ -4,7 +4,7 @@ Why: the wait-set ``SingleThreadedExecutor`` of rclpy 9.1.2 rebuilds its wait se
 every turn (it filters every entity of the node, enters each handle, makes a timeout ``Timer``,
 wraps each callback in a ``Task`` around a coroutine). A lockstep bridge does one turn or more
 per simulator step, and in the profile of 2026-11-25 that rebuild was ~30 % of the bridge's
-time (docs/sim_bridge.md). The EventsExecutor is faster but lost events for good under CPU
+time (docs/reference/sim-bridge.md). The EventsExecutor is faster but lost events for good under CPU
 overload (``node_main``), so it is not an option for a bridge a training run depends on.
 
 :class:`FastLane` keeps the part of a turn that matters: one wait on the node's services and
@@ -16,7 +16,7 @@ gives it a turn every ``executor_turn_s``. A wait set asks the middleware what i
 executor does, so no event can be lost. Taking an entity that the executor (or this lane)
 already took returns nothing, so both may look at the same entity.
 
-Measured (2026-11-26, docs/sim_bridge.md and docs/training.md): with a 2 ms poll before blocking,
+Measured (2026-11-26, docs/reference/sim-bridge.md and docs/reference/training.md): with a 2 ms poll before blocking,
 ~8-10 % more batched env steps/s than the executor in the same hour; single lockstep calls within
 the run-to-run spread (1,394 vs 1,322 steps/s for ``ball_plate``); 15-40 % less bridge CPU.
 
@@ -86,7 +86,7 @@ class FastLane:
         """Wait up to ``timeout_s`` for a request or message, then run every ready callback once.
         The first ``poll_s`` of the wait polls instead of blocking: a lockstep client's next call
         comes within a millisecond, and a thread woken from a blocking wait answered it ~10 % later
-        (measured: docs/sim_bridge.md). Returns how many callbacks ran."""
+        (measured: docs/reference/sim-bridge.md). Returns how many callbacks ran."""
         clock = clock or time.monotonic
         poll_until = clock() + poll_s
         while True:

@@ -10,12 +10,12 @@ reproduced with the fetch graph beside three busy processes: with the EventsExec
 bridge's reset service never answered, with the wait-set executor the same run went on (slowly).
 A wait set asks the middleware what is ready on every turn, so it cannot lose an event.
 ``RLSTACK_EXECUTOR=events`` still selects the EventsExecutor (about 3x lower topic latency
-measured here on a quiet machine) for benchmarks and experiments; see docs/middleware.md.
+measured here on a quiet machine) for benchmarks and experiments; see docs/reference/middleware.md.
 
 Why a ``spin_once`` loop and not ``executor.spin()``: with rclpy 9.1.2 (Kilted wheels),
 ``EventsExecutor.spin()`` blocked without running a single callback (timers, subscriptions
 and services all stayed silent, and SIGINT was not honoured), while ``spin_once`` in a loop
-runs them all. Measured here; see docs/developer.md.
+runs them all. Measured here; see docs/reference/architecture.md.
 
 Why our own signal handlers (``SignalHandlerOptions.NO``): rclpy's handler shuts the context
 down and then raises ``KeyboardInterrupt`` wherever Python happens to be, which is often inside

@@ -3,7 +3,7 @@
 ``TF_STATIC``: ``/tf_static`` as tf2 reads it. Every publisher latches one message there (the
 bridge: the camera mount; navigation: ``map -> odom``), and a late subscriber receives one per
 publisher at once: a history of 1 kept only the last, and the mission once lost ``map -> odom``
-that way (docs/mission.md). ``LATCHED``: one latched message per topic (``/map``, states).
+that way (docs/reference/mission.md). ``LATCHED``: one latched message per topic (``/map``, states).
 """
 
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy

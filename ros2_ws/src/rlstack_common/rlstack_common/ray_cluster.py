@@ -1,4 +1,4 @@
-"""Connecting to Ray (docs/scaling.md): a private local instance by default, a running cluster
+"""Connecting to Ray (docs/guides/scale-out-on-ray.md): a private local instance by default, a running cluster
 with ``address``. Used by the Ray training backend (:mod:`rlstack_learning.rllib_train`), the
 sharded bundle evaluation (:mod:`rlstack_learning.evaluate`) and the sharded fetch evaluation
 (``rlstack_mission.evaluate --ray-workers``).
@@ -34,7 +34,7 @@ def init_ray(address: Optional[str] = None, num_cpus: Optional[int] = None) -> D
 
     No dashboard and no usage-stats reporting. The worker processes inherit this process's
     environment (PYTHONPATH of the sourced workspace), so they import rlstack the same way;
-    on a multi-machine cluster every node runs the same checkout (docs/scaling.md).
+    on a multi-machine cluster every node runs the same checkout (docs/guides/scale-out-on-ray.md).
     """
     ray = require_ray()
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")   # no usage report to the outside

@@ -1,4 +1,4 @@
-"""Training on Ray with RLlib (``python -m rlstack_learning.train --backend ray``), docs/scaling.md.
+"""Training on Ray with RLlib (``python -m rlstack_learning.train --backend ray``), docs/guides/scale-out-on-ray.md.
 
 The same tasks (Gymnasium envs), the same per-task YAML (``config/train/<task>.yaml``: the
 algorithm's SB3 hyperparameters are mapped to RLlib's, :func:`algo_config`), the same run folder
@@ -56,7 +56,7 @@ def _mean_std_filter(env=None, spaces=None, device=None):
 
 
 def _lr(value: Any) -> float:
-    # 'lin_<v>' (SB3's linear decay) starts at v; RLlib gets the constant v (docs/scaling.md)
+    # 'lin_<v>' (SB3's linear decay) starts at v; RLlib gets the constant v (docs/guides/scale-out-on-ray.md)
     return float(value[4:]) if isinstance(value, str) else float(value)
 
 
@@ -182,7 +182,7 @@ class RllibPolicy:
                     return torch.argmax(logits, dim=1)
                 mean = logits[:, :n_act]   # (mean, log_std): a static slice keeps the ONNX shape known
                 # SAC too: RLlib's TorchSquashedGaussian.to_deterministic() is the loc *before* tanh, and the
-                # env runner sends it through unsquash + clip like PPO's (docs/scaling.md)
+                # env runner sends it through unsquash + clip like PPO's (docs/guides/scale-out-on-ray.md)
                 a = self.low + (mean + 1.0) * (self.high - self.low) / 2.0    # RLlib's unsquash_action
                 # a constant-shape reshape: ONNX then declares (batch, n_act), as the bundle validator checks
                 return torch.maximum(torch.minimum(a, self.high), self.low).reshape(-1, n_act)

@@ -1,4 +1,4 @@
-"""The Ray backend (docs/scaling.md) on a local Ray instance of 2 CPUs: RLlib training to a success
+"""The Ray backend (docs/guides/scale-out-on-ray.md) on a local Ray instance of 2 CPUs: RLlib training to a success
 floor and its bundle, the ONNX export equal to RLlib's deterministic action, and bundle evaluation
 episodes sharded over Ray tasks equal to the single-process evaluation."""
 

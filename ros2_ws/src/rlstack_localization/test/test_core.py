@@ -52,7 +52,7 @@ def err(a, b):
 
 # Views whose scans constrain the whole pose. Not every view does: from (1.5, 0.5, -0.8) and
 # (-0.5, 0.5, 2.2) a 0.5 m / 20 deg start converges 10-13 cm off with every point within tolerance
-# (docs/navigation.md, limitations).
+# (docs/reference/navigation.md, limitations).
 VIEWS = [(0.0, 0.0, 0.6), (1.0, -0.5, 2.5), (-1.5, 0.8, -2.0), (0.5, 1.0, 1.2), (-0.5, -1.0, -1.0), (-1.0, 0.0, 3.0)]
 
 

@@ -127,7 +127,7 @@ def main(argv=None) -> int:
                         "on PyBullet (default) or MuJoCo")
     p.add_argument("--graph-arg", action="append", default=[], metavar="NAME:=VALUE",
                    help="a launch argument of fetch.launch.yaml, e.g. depth_noise:=true (repeatable)")
-    g = p.add_argument_group("Ray (docs/scaling.md)")
+    g = p.add_argument_group("Ray (docs/guides/scale-out-on-ray.md)")
     g.add_argument("--ray-workers", type=int, default=0, metavar="N",
                    help="shard the layouts over N Ray workers, each running its own fetch graph on its own ROS domain "
                         "(0: this process runs them all, the default)")

@@ -574,7 +574,7 @@ def footprint_mismatch(label: str, symmetric: bool) -> str:
     The map's crop embedder, seeing an upright cylinder side-on from afar, can take it for a cube of
     the same colour (seeds 4 and 8 of the evaluation); from close by the grasp pose estimator sees
     its round top. Not conclusive on its own: under the RGB-D depth noise a cube's 5 cm top seen from
-    1 m reads round in about half the views (docs/perception.md), so the mission looks again before
+    1 m reads round in about half the views (docs/reference/perception.md), so the mission looks again before
     it believes it, and does not trust it from afar (:func:`height_mismatch` is conclusive)."""
     words = _words(label)
     if symmetric and any(w in SQUARE_SHAPES for w in words):
@@ -592,7 +592,7 @@ def height_mismatch(label: str, size: Optional[Sequence[float]], cube_max_aspect
 
     * a "cube" is as high as it is wide: above ``cube_max_aspect`` it is another object (an upright
       cylinder stands 1.6x as high as wide). Measured under depth noise: cubes reach 1.28, cylinders
-      start at 1.48 (docs/perception.md).
+      start at 1.48 (docs/reference/perception.md).
     * a "cube" below ``cube_min_aspect`` is a flatter object (a toy brick: 0.73). Measured from the
       docking range: cubes 0.94-1.26, bricks 0.56-0.74; from ~1 m cubes read down to 0.77, so the
       caller leaves this one out for a look from afar.

@@ -11,7 +11,7 @@ a table stay where they are (distractors on tables, possibly right next to the t
 
 Why move the target: in the plain home placement most cubes lie on the floor or at a table's
 wall side, out of reach; the table layouts keep the evaluation comparable with the runs before
-floor grasps existed (docs/mission.md).
+floor grasps existed (docs/reference/mission.md).
 
 ``support="floor"``: the target is moved to a seeded spot on the open floor instead, at least
 ``FLOOR_WALL_CLEARANCE`` from furniture and walls, where the mission's own
@@ -113,7 +113,7 @@ def with_floor_objects(occupied: np.ndarray, resolution: float, origin: Tuple[fl
     centre below half the table height). Why: the robot's sensors see such an object as an obstacle
     and will not stand within its radius of it; before this, a table side that the static map showed
     free could be blocked by toys on the floor (`home_kinds` holds 30 objects), and the fetch ended
-    UNREACHABLE in a layout that promised a reachable target (docs/mission.md)."""
+    UNREACHABLE in a layout that promised a reachable target (docs/reference/mission.md)."""
     out = occupied.copy()
     h, w = out.shape
     rows, cols = np.mgrid[0:h, 0:w]

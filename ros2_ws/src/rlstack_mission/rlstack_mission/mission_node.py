@@ -24,7 +24,7 @@ from the fingers and the grasp point. ``topic``: another node publishes /grasp_t
 point the mission names on /fetch/grasp_request; the lift and release are judged as in robot mode.
 The labelled ground-truth ablation (``launch/fetch.launch.yaml robot_mode:=false``) is ``topic``
 with the simulator-side ``rlstack_sim ground_truth_grasp_target`` node answering: this node never
-reads the simulator's truth. See docs/mission.md.
+reads the simulator's truth. See docs/reference/mission.md.
 
 The action runs in its own thread (MultiThreadedExecutor, reentrant callbacks): the mission is
 a sequence of blocking steps, while topics and service replies keep arriving.

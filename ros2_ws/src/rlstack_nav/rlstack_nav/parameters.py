@@ -1,7 +1,7 @@
 """Every nav_controller parameter: name, default, unit, range, meaning (pure; no rclpy).
 
 The node declares exactly these (through ``rlstack_common.declare_parameter``), the params file
-``launch/params/nav_controller.yaml`` sets them, ``docs/navigation.md`` lists them, and a unit test
+``launch/params/nav_controller.yaml`` sets them, ``docs/reference/navigation.md`` lists them, and a unit test
 keeps the three in step. :func:`nav_params` turns the values into the cores' dataclasses.
 """
 

@@ -1,7 +1,7 @@
 """Grasp pose of one object from one RGB-D frame: centre, yaw (mod 90 deg), size, support height.
 
 Pure numpy (no rclpy). The lift policy needs the target's centre and yaw in ``base_link``
-(``/grasp_target``) once, before the hand closes in and hides it (docs/mission.md, "Robot mode").
+(``/grasp_target``) once, before the hand closes in and hides it (docs/reference/mission.md, "Robot mode").
 The semantic map gives *which* object and roughly where (a centroid of the visible surface, a
 few cm off the centre); this module refines that into a grasp pose from a close look:
 
@@ -57,7 +57,7 @@ class GraspPoseConfig:
     # 25, not 40: a 6 cm ball on the floor seen from 1 m with the depth noise model shows ~30 points
     # above 3 sigma, and a ball never estimated could not be told from the cube asked for (a fetch
     # tried a floor ball three times as 'the blue cube'); floor views usable 92 -> 189 of 198, cubes
-    # from docking distance unchanged (docs/perception.md)
+    # from docking distance unchanged (docs/reference/perception.md)
     min_object_points: int = 25
     min_top_points: int = 20
     round_above: float = 0.8         # footprint roundness above this: round (disc: 1, square: ~0.5)
@@ -273,7 +273,7 @@ def estimate_grasp_pose(frame: Frame, hint: Sequence[float], config: GraspPoseCo
     # there (a depth jump), and the 98th-percentile trim takes a little more, so the face looks
     # shorter on the far side and its centre sits too close to the camera. Move it back by half the
     # lost rows' footprint on the face (measured in home with the depth noise model: -6.7 mm along
-    # the view before, about -1 mm after; docs/perception.md).
+    # the view before, about -1 mm after; docs/reference/perception.md).
     ray = centre2 - cam[:2]
     horizontal = float(np.linalg.norm(ray))
     if horizontal > 1e-6 and config.far_edge_px > 0:

@@ -5,7 +5,7 @@ the camera info and /tf, and answers ``~/estimate`` (``rlstack_interfaces/srv/Es
 given a hint (the semantic map's position of the object, in any frame /tf knows), it estimates
 the object's centre, yaw (mod 90 deg), size and support height from the newest ``views`` frames,
 fuses them and says whether they agreed. The fetch mission calls it after docking, before the
-lift controller runs (docs/mission.md, "Robot mode").
+lift controller runs (docs/reference/mission.md, "Robot mode").
 
 Subscribes  <depth_topic> (sensor_msgs/Image 32FC1 m or 16UC1 mm), <camera_info_topic>, /tf, /tf_static
 Serves      ~/estimate (rlstack_interfaces/srv/EstimateGraspPose)

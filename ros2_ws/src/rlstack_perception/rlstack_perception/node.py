@@ -109,7 +109,7 @@ class SemanticMapNode(Node):
                        "table: heads (accept and reject), reject (a head noun that is-a thing not ours, 'the red "
                        "goblet', matches nothing), accept (a noun that is-a training word of a kind names that "
                        "kind: mallard -> duck), full (both, and 'tennis ball can' is a can, not a ball) or off; "
-                       "docs/perception.md", constraints="one of: off, accept, reject, heads, full")
+                       "docs/reference/perception.md", constraints="one of: off, accept, reject, heads, full")
         match_threshold = p("match_threshold", -1.0, "Queries return no match scoring below this ('not here'); "
                             "-1: the query head's calibrated threshold, or none without the head (CLIP: set one)",
                             min_value=-1.0, max_value=1.0)

@@ -44,7 +44,7 @@ class QueryHead:
     session): "reject" and "accept" both; "reject": a head noun that is-a training absent kind ("the red
     goblet") accepts no kind; "accept": a head noun the head never saw that is-a training word of a kind
     accepts that kind ("the soup can" is a cylinder); "full": both, and a noun that only modifies another
-    ("tennis *ball* can") does not ground the query; "off" (or False): none. Measured in docs/perception.md
+    ("tennis *ball* can") does not ground the query; "off" (or False): none. Measured in docs/reference/perception.md
     (fifteenth, twentieth and twenty-first sessions)."""
 
     def __init__(self, path: os.PathLike | str = DEFAULT_QUERY_HEAD, colour_words: bool = True,

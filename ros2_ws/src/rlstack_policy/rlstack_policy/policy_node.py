@@ -1,7 +1,7 @@
 """policy_node: serve a policy bundle (ONNX + io.yaml) as a ROS 2 lifecycle node.
 
 Thin adapter around :mod:`rlstack_policy.core` and :mod:`rlstack_policy.runner`
-(docs/policy_node.md): parameters, topics, timers, lifecycle, conversions.
+(docs/reference/policy-node.md): parameters, topics, timers, lifecycle, conversions.
 
 * configure: load and validate the bundle (``rlstack_bundle.bundle.load``: files, YAML,
   descriptor, ONNX sizes vs descriptor, SHA-256; no torch, no pickle), compile the

@@ -5,7 +5,7 @@ kinematics live in the backend; command handling (validation, limits, the watchd
 states), stepping and stream schedules, wheel odometry and the reset's backend calls in
 :mod:`rlstack_sim.core` (over :mod:`rlstack_sim.commands`); message conversion in
 :mod:`rlstack_sim.convert`. Topics, parameters, services and modes are documented in
-docs/sim_bridge.md.
+docs/reference/sim-bridge.md.
 """
 
 from __future__ import annotations

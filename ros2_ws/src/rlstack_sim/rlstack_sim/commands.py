@@ -309,7 +309,7 @@ class GripperStallMonitor:
     """Notices a gripper commanded open whose fingers neither open nor move.
 
     Why: about one put-down in ten in ROS runs, both finger motors pushed open at their full force
-    while the fingers stood still at the cube's width (docs/mission.md, "the put-down jam"); it
+    while the fingers stood still at the cube's width (docs/reference/mission.md, "the put-down jam"); it
     never happened in process. The bridge checks once per diagnostics period and, once per stall,
     reports what the simulator says touches the fingers, so the next jam, wherever it happens,
     leaves its cause in the log.

@@ -37,7 +37,7 @@ policy cloned from it can do what it does, and DAgger's labels on the policy's o
 consistent. Measured (100 episodes each, evaluation seeds, no DR; ``python -m
 rlstack_learning.envs.mobile_lift_perceived --xy-std S``): its success falls with the estimate's
 error along the fingers' axis, because the end-effector deltas keep a fixed gripper yaw and a cube
-near 45 deg leaves ~5 mm between its corner and an open finger; see docs/training.md.
+near 45 deg leaves ~5 mm between its corner and an open finger; see docs/reference/training.md.
 
 Status: the robot-mode successor of ``mobile_lift``: ``policies/mobile_lift_perceived`` is trained
 here and served by the fetch in robot mode; ``policies/mobile_lift`` (live design) is the ablation.
@@ -62,7 +62,7 @@ class PerceptionError:
     """Error of the held grasp-target estimate, drawn once per episode (normal, per axis of base_link).
 
     Defaults: the grasp-pose estimator's error from the fetch robot's docking poses in ``home`` with
-    the depth noise model on (docs/perception.md: objects on tables, x/y 1.9 / 4.1 mm median / p95,
+    the depth noise model on (docs/reference/perception.md: objects on tables, x/y 1.9 / 4.1 mm median / p95,
     z 1.8 / 2.6 mm, cube yaw 3.5 / 12 deg), rounded up: a normal with these standard deviations
     has a larger p95 than that.
     """
@@ -292,7 +292,7 @@ def perceived_expert(env: Optional[MobileLiftPerceivedEnv] = None):
     expert here was a state machine (approach, descend, close for 8 steps, lift); its clone
     had to guess the phase from the observation, and over ROS, where the arm runs a step or two
     behind the command, it closed ~1 cm lower than it ever had in training and then did not
-    lift (docs/mission.md). Here the phase is read from what a robot knows: the gripper's last
+    lift (docs/reference/mission.md). Here the phase is read from what a robot knows: the gripper's last
     command (``gripper_command_open``) and the finger opening.
 
     * gripper commanded open: move above the estimate, then down a funnel (the lower the grasp

@@ -104,7 +104,7 @@ def spin_until(executor, should_stop, predicate, timeout: float, what: str) -> N
 
 def direct_call(client, request, timeout: float, should_stop, what: str):
     """``client.call`` (a :class:`rlstack_common.fast_lane.DirectClient`: the step call waits on a
-    wait set of its own, ~10 % more calls/s than ``call_async`` + executor, docs/training.md) with
+    wait set of its own, ~10 % more calls/s than ``call_async`` + executor, docs/reference/training.md) with
     the lockstep envs' errors (shared by the single and the batched lockstep env)."""
     try:
         return client.call(request, timeout, should_stop)

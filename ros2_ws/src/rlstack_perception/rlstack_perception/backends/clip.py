@@ -9,7 +9,7 @@ pretrained=path)`` from a user checkpoint (a built-in architecture name such as 
 or a custom architecture given as ``model_config``: an open_clip config dict or ``.json``
 file) and open_clip's tokenizer; mean/std come from the model's preprocess config.
 open_clip imports torchvision at package import; without one it is imported through the
-scoped stand-in in :mod:`._torchvision_compat` (docs/perception.md), and open_clip's
+scoped stand-in in :mod:`._torchvision_compat` (docs/reference/perception.md), and open_clip's
 torchvision transforms are never built.
 """
 

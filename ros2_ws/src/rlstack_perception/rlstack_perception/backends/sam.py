@@ -21,7 +21,7 @@ Layers (each testable alone):
   :class:`SamAutomaticSegmenter` wraps the real ``SamAutomaticMaskGenerator`` instead.
 
 ``segment_anything`` imports torchvision at package import; without one, it is imported
-through the scoped stand-in in :mod:`._torchvision_compat` (docs/perception.md).
+through the scoped stand-in in :mod:`._torchvision_compat` (docs/reference/perception.md).
 """
 
 from __future__ import annotations
