@@ -78,3 +78,24 @@ def test_make_train_exports_to_a_new_folder_unless_overwrite_is_given():
     plain, overwrite = recipe(), recipe("OVERWRITE=1")
     assert "--export" in plain and "--overwrite" not in plain
     assert re.search(r"--export --overwrite\b", overwrite)
+
+
+def test_every_docs_page_named_anywhere_in_the_repository_exists():
+    """Comments, docstrings, launch files, params files, READMEs and model cards point users at
+    docs/ pages: each page they name exists."""
+    names = re.compile(r"(?<![\w/.-])(docs/[\w./-]+\.md)")
+    missing = []
+    for rel in check_docs.tracked():
+        path = REPO / rel
+        if rel.startswith(("docs/", "out/")) or path.suffix not in (".py", ".md", ".yaml", ".yml", ".sh", ".xml",
+                                                                      ".txt", ".msg", ".srv", ".action", ".rviz", ".cfg") \
+                and path.name not in ("Makefile", "Dockerfile", "env.sh"):
+            continue
+        try:
+            text = path.read_text()
+        except (UnicodeDecodeError, OSError):
+            continue
+        for m in names.finditer(text):
+            if not (REPO / m.group(1)).is_file():
+                missing.append(f"{rel}:{text.count(chr(10), 0, m.start()) + 1}: {m.group(1)}")
+    assert not missing, "\n".join(missing)

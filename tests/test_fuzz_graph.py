@@ -11,7 +11,7 @@ service with hostile requests. Nothing may crash, every node must still answer a
 afterwards, and the nodes' ``rejected*`` counters on /diagnostics must show the input turned away.
 Every process of the graph holds no TCP or UDP socket afterwards either (the middleware rule,
 tests/test_middleware.py, over every node of the fetch graph). The full run with its table:
-``python -m rlstack_testing.fuzz`` (docs/reference/architecture.md).
+``python -m rlstack_testing.fuzz`` (docs/reference/reliability.md).
 """
 
 from __future__ import annotations

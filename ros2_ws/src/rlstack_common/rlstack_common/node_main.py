@@ -15,7 +15,7 @@ measured here on a quiet machine) for benchmarks and experiments; see docs/refer
 Why a ``spin_once`` loop and not ``executor.spin()``: with rclpy 9.1.2 (Kilted wheels),
 ``EventsExecutor.spin()`` blocked without running a single callback (timers, subscriptions
 and services all stayed silent, and SIGINT was not honoured), while ``spin_once`` in a loop
-runs them all. Measured here; see docs/reference/architecture.md.
+runs them all. See docs/reference/middleware.md.
 
 Why our own signal handlers (``SignalHandlerOptions.NO``): rclpy's handler shuts the context
 down and then raises ``KeyboardInterrupt`` wherever Python happens to be, which is often inside

@@ -14,7 +14,7 @@ process. Then watch, from outside the robot (the evaluator's view, ground truth 
   ``--timeout``);
 * afterwards: no process of the graph outlives it (orphans).
 
-Writes ``out/fault_injection/results.json`` and prints a table (docs/reference/architecture.md).
+Writes ``out/fault_injection/results.json`` and prints a table (docs/reference/reliability.md).
 """
 
 from __future__ import annotations
