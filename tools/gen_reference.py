@@ -115,6 +115,21 @@ def ast_params(node: str, path: Path) -> List[Row]:
     """Rows from the ``p(...)``/``d(...)``/``declare_parameter(self, ...)`` calls of ``path``."""
     tree = ast.parse(path.read_text())
     resolvers = _resolvers(node)
+    for stmt in tree.body:   # module-level constants (MAX_ENVS = 64, or imported) for ranges written with them
+        if isinstance(stmt, ast.ImportFrom) and (stmt.module or "").startswith(("rlstack_", "sim_bridges")):
+            wanted = [a for a in stmt.names if a.name.isupper()]
+            if wanted:
+                import importlib
+
+                module = importlib.import_module(stmt.module)
+                for a in wanted:
+                    value = getattr(module, a.name, None)
+                    if isinstance(value, (int, float)) and not isinstance(value, bool):
+                        resolvers[a.asname or a.name] = value
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            value = _value(stmt.value, resolvers)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                resolvers[stmt.targets[0].id] = value
     rows: Dict[str, Row] = {}
     for call in ast.walk(tree):
         if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in DECLARERS):
