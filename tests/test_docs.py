@@ -23,6 +23,11 @@ def test_generated_reference_tables_are_current():
     assert not problems, "\n".join(problems) + "\nrun: source env.sh && python tools/gen_reference.py"
 
 
+def test_launch_file_header_examples_name_declared_arguments():
+    problems = check_docs.check_launch_headers()
+    assert not problems, "\n".join(problems)
+
+
 def test_pages_are_short():
     assert len((REPO / "README.md").read_text().splitlines()) <= 150
     long = {str(p.relative_to(REPO)): n for p in (REPO / "docs").rglob("*.md")

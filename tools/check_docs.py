@@ -18,7 +18,9 @@ Reads README.md and every Markdown page under docs/ and checks:
 * in docs/guides/, every shell code block carries a marker line: ``# runs in: <test file>::<test
   function>`` (the file exists and defines the function) or ``# needs: <what>`` (what a test
   machine lacks: hardware, a ROS 2 distribution, a cluster, time);
-* the generated tables of docs/reference/ are current (tools/gen_reference.py --check).
+* the generated tables of docs/reference/ are current (tools/gen_reference.py --check);
+* the commands in each launch file's header comments name declared launch arguments and
+  existing modules (tools/check_launch_examples.py runs the runner examples).
 
     source env.sh && python tools/check_docs.py          # one line per problem; exit 1 if any
 
@@ -338,10 +340,25 @@ def check_generated() -> List[str]:
     return [ln for ln in out.stderr.splitlines() if ln.strip()] or ["tools/gen_reference.py --check failed"]
 
 
+def check_launch_headers() -> List[str]:
+    """The commands in each launch file's header comments (``python -m rlstack_launch ...``,
+    ``ros2 launch ...``, ``send_fetch``; tools/check_launch_examples.py runs the runner examples)
+    name declared launch arguments and existing modules. Checked statically here."""
+    problems = []
+    for path in sorted((ROOT / "launch").glob("*.launch.yaml")):
+        for line in path.read_text().splitlines():
+            if not line.startswith("#"):
+                break
+            if re.search(r"rlstack_launch|ros2 launch|python -m ", line):
+                problems += [f"launch/{path.name} header: {why}" for why in check_command(line.lstrip("# "))]
+    return problems
+
+
 def check_all() -> List[str]:
     problems: List[str] = []
     for page in pages():
         problems += check_page(page)
+    problems += check_launch_headers()
     problems += check_generated()
     return problems
 
