@@ -51,6 +51,9 @@ def test_the_check_finds_each_kind_of_problem():
         "ros2_ws/install/rlstack_perception/lib/rlstack_perception/semantic_map --ros-args -p no_such_param:=1",
         "python -m rlstack_no_such_module",
         "```",
+        "| parameter | default |",
+        "|---|---|",
+        "| `no_such_parameter` | 1 |",
         "",
     ])
     found = "\n".join(check_docs.check_page(page, bad))
@@ -58,7 +61,7 @@ def test_the_check_finds_each_kind_of_problem():
                      "rlstack_nav/no_such_module.py matches no file", "make no-such-target", "nonexistent.launch.yaml",
                      "rlstack_nav.no_such_thing", "launch argument 'no_such_arg'", "without '# runs in",
                      "defines no test function no_such_test", "parameter 'no_such_param'",
-                     "python -m rlstack_no_such_module"):
+                     "python -m rlstack_no_such_module", "parameter 'no_such_parameter' is declared by no node"):
         assert expected in found, f"not reported: {expected}\n{found}"
     good = "\n".join([
         "See [the guide](quickstart.md#2-the-same-graph-started-by-hand), `launch/params/mission.yaml`,",
@@ -69,6 +72,9 @@ def test_the_check_finds_each_kind_of_problem():
         "python -m rlstack_launch launch/fetch.launch.yaml seed:=3 backend:=mujoco",
         "ros2_ws/install/rlstack_perception/lib/rlstack_perception/semantic_map --ros-args -p use_sim_time:=false -p map_frame:=odom",
         "```",
+        "| parameter | default |",
+        "|---|---|",
+        "| `map_frame`, `max_range_m` | odom |",
         "",
     ])
     assert check_docs.check_page(page, good) == []

@@ -12,7 +12,8 @@ Reads README.md and every Markdown page under docs/ and checks:
 * ``X.launch.yaml name:=value`` in a command: the launch file declares ``name`` (its own
   arguments or an included file's, read with rlstack_launch's parser);
 * ``-p name:=value`` after a node executable and ``ros2 param set /node name``: the node declares
-  ``name`` (the declarations tools/gen_reference.py reads);
+  ``name`` (the declarations tools/gen_reference.py reads); a table whose first column is
+  "parameter" names only parameters some node declares;
 * ``python -m module`` and dotted names ``rlstack_*.x`` / ``sim_bridges.x``: the module exists,
   or the module before the last dot defines the name;
 * in docs/guides/, every shell code block carries a marker line: ``# runs in: <test file>::<test
@@ -103,6 +104,15 @@ def node_params(node: str) -> Optional[Set[str]]:
     except KeyError:
         return None
     return {r[0] for r in rows} | {"use_sim_time"}
+
+
+@lru_cache(maxsize=None)
+def all_params() -> Set[str]:
+    """Every parameter any rlstack node declares."""
+    names: Set[str] = {"use_sim_time"}
+    for node in [*gen_reference.AST_NODES, "nav_controller", "sim_bridge"]:
+        names |= node_params(node) or set()
+    return names
 
 
 def module_exists(dotted: str) -> bool:
@@ -300,6 +310,21 @@ def check_page(page: Path, text: Optional[str] = None) -> List[str]:
         if span.startswith(("python ", "ros2 ", "make ")):
             for why in check_command(span):
                 report(m.start(), why)
+
+    # tables whose first column is "parameter": every name in it is declared by some node
+    header = None
+    for lineno, row in enumerate(prose.splitlines(), 1):
+        if not row.startswith("|"):
+            header = None
+            continue
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        if header is None:
+            header = cells[0].lower()
+            continue
+        if header == "parameter" and not set(cells[0]) <= set("-: "):
+            for name in re.findall(r"`([a-z_][a-z0-9_]*)`", cells[0]):
+                if name not in all_params():
+                    problems.append(f"{rel}:{lineno}: parameter '{name}' is declared by no node")
 
     in_guides = rel.parts[:2] == ("docs", "guides")
     for start, lang, body in blocks:
