@@ -49,7 +49,7 @@ ANCHORED = ("launch/", "docs/", "tools/", "config/", "policies/", "maps/", "dock
             "ros2_ws/", "sim_bridges/", "tests/", "bench/")
 ROOT_FILES = {"Makefile", "env.sh", "README.md", "LICENSE", "CHANGELOG.md"}
 #: outputs of running something, not repository files
-OUTPUT_PREFIXES = ("out/", ".venv/", "ros2_ws/build/", "ros2_ws/log/", "ros2_ws/test_results/", "/")
+OUTPUT_PREFIXES = ("out/", ".venv/", "ros2_ws/build/", "ros2_ws/install/", "ros2_ws/log/", "ros2_ws/test_results/", "/")
 PLACEHOLDER = re.compile(r"[<>*{}\[\]$]|\.\.\.")
 PATH_TOKEN = re.compile(r"(?<![\w./<>*{}$-])((?:[\w.<>*{}$-]+/)+[\w.<>*{}$-]*[\w>*}])")
 FILE_TOKEN = re.compile(r"^[\w.-]+/[\w./-]*\.(?:py|md|yaml|yml|xml|sh|txt|json|rviz|onnx|pgm|urdf|toml|cfg)$")
@@ -192,7 +192,7 @@ def line_of(text: str, pos: int) -> int:
 # ---------------------------------------------------------------------- checks
 def check_path(token: str, page: Path) -> Optional[str]:
     token = token.rstrip(".,:;)").split("::")[0].split("#")[0]
-    if not token or PLACEHOLDER.search(token) or token.startswith(OUTPUT_PREFIXES) or "://" in token:
+    if not token or PLACEHOLDER.search(token) or (token + "/").startswith(OUTPUT_PREFIXES) or "://" in token:
         return None
     if token in ROOT_FILES:
         return None if (ROOT / token).exists() else f"{token} does not exist"
