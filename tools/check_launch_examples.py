@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Run every launch file's own header example, as a user copies it, and report what happened.
 
-For each ``launch/*.launch.yaml`` the header line ``Anywhere (this repo): source env.sh && python
--m rlstack_launch launch/X.launch.yaml [args]`` (or ``Runner (this repo): ...``) is run exactly as
-written -- the project's runner, which passes each node the same command line ``ros2 launch``
+For each ``launch/*.launch.yaml`` every ``python -m rlstack_launch launch/X.launch.yaml [args]`` in
+the header comments (e.g. ``Anywhere (this repo): source env.sh && python -m rlstack_launch ...``) is
+run exactly as written -- the project's runner, which passes each node the same command line ``ros2 launch``
 builds (``--ros-args -r __node:=... --params-file ... -p ...``). The graph runs until every node
 is up and ``--run-s`` seconds more; then the terminal's Ctrl-C is imitated (SIGINT to the runner
 and to every node at once, as a terminal signals its foreground process group under ``ros2
@@ -31,7 +31,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = re.compile(r"^#\s*(?:Anywhere|Runner) \(this repo\):\s*(?:source env\.sh && )?(python -m rlstack_launch .+?)\s*$")
+EXAMPLE = re.compile(r"python -m rlstack_launch launch/[\w.]+\.launch\.yaml(?: [\w.-]+:=[^\s()]+)*")
+NEEDS = re.compile(r"^#\s*needs:\s*(\S.*)$")   # a header line saying what the graph needs that this machine lacks
 FETCH_CLIENT = re.compile(r"^#.*?(python -m rlstack_mission\.send_fetch .+?)\s*$")
 BAD_OUTPUT = ("Traceback", "[FATAL]", "context is invalid", "killed by", "still running after SIGINT")
 
@@ -42,11 +43,21 @@ def header_examples(path: Path) -> tuple[list[str], list[str]]:
     for line in path.read_text().splitlines():
         if not line.startswith("#"):
             break
-        if (m := EXAMPLE.match(line)):
-            graphs.append(m.group(1))
-        elif (m := FETCH_CLIENT.match(line)):
+        found = EXAMPLE.findall(line)
+        graphs += [g for g in found if g not in graphs]
+        if not found and (m := FETCH_CLIENT.match(line)):
             clients.append(m.group(1))
     return graphs, clients
+
+
+def header_needs(path: Path) -> str:
+    """What a launch file's header says its graph needs (``# needs: ...``), or ''."""
+    for line in path.read_text().splitlines():
+        if not line.startswith("#"):
+            break
+        if (m := NEEDS.match(line)):
+            return m.group(1)
+    return ""
 
 
 def _children(log: str) -> dict:
@@ -113,6 +124,9 @@ def main(argv=None) -> int:
         if a.only and a.only not in path.name:
             continue
         graphs, clients = header_examples(path)
+        if not graphs and (needs := header_needs(path)):
+            print(f"[SKIP] {path.name}: needs {needs}", flush=True)
+            continue
         if not graphs:
             rows.append({"file": path.name, "ok": False, "command": "(no runner example in the header)"})
             continue
