@@ -151,6 +151,16 @@ else
   TF2=compat
   BASE_PATHS+=("$WS/compat/tf2_msgs")
 fi
+# simulation_interfaces (the ROS 2 standard simulation interface) is not on PyPI either: the same rule.
+has_simulation_interfaces() {
+  local prefix IFS=:
+  for prefix in ${AMENT_PREFIX_PATH:-}; do
+    case "$prefix" in "$WS/install"*) continue ;; esac
+    [ -e "$prefix/share/ament_index/resource_index/packages/simulation_interfaces" ] && return 0
+  done
+  return 1
+}
+has_simulation_interfaces || BASE_PATHS+=("$WS/compat/simulation_interfaces")
 
 # Rebuild when any source file is newer than the last build, or the package set changed.
 # rlstack_bringup installs these top-level folders: a file added there needs a build too.
