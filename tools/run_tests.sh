@@ -40,6 +40,17 @@ if [ "$WHICH" = all ] || [ "$WHICH" = packages ]; then
 fi
 
 if [ "$WHICH" = all ] || [ "$WHICH" = system ]; then
+  # The live view's browser test (tests/test_live_view.py) drives Debian's headless Chromium: install
+  # it when missing and apt-get can (root); otherwise that one test says why it is skipped.
+  if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+      mkdir -p "$WS/log"
+      echo "== installing chromium and chromium-driver for the browser test (log: $WS/log/chromium-apt.log)"
+      { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+          chromium chromium-driver; } >"$WS/log/chromium-apt.log" 2>&1 \
+        || echo "   could not install them (see the log): the browser test is skipped"
+    fi
+  fi
   # One pytest process per file: in a single process, after ~110 tests' worth of probes (each its
   # own rclpy context and DDS participant), new probes stopped discovering anything and every later
   # ROS test timed out (2026-11-25; each file alone passes). Real nodes are one process each anyway.
