@@ -437,6 +437,26 @@ class SimBackend(abc.ABC):
         """
         raise NotSupported("set_object_pose", self.scene_name, [])
 
+    def spawnable_kinds(self) -> Tuple[str, ...]:
+        """Object kinds :meth:`spawn_object` builds in the loaded scene: one per kind of free
+        object the scene has ("cube", "ball", ...). Optional: the default is none."""
+        return ()
+
+    def spawn_object(self, name: str, kind: str, pose: Pose) -> None:
+        """Add a free object of ``kind`` (a copy of the scene's first object of that kind) named
+        ``name`` at ``pose``, at rest. It is an object like the scene's own (:meth:`ground_truth`,
+        :meth:`set_object_pose`, :meth:`delete_object`) until the next :meth:`reset`, which restores
+        the scene as loaded. ``ValueError`` (one line) for a taken or invalid name, a kind not in
+        :meth:`spawnable_kinds` or a non-finite pose. Optional: the default raises :class:`NotSupported`.
+        """
+        raise NotSupported("spawn_object", self.scene_name, [])
+
+    def delete_object(self, name: str) -> None:
+        """Remove the free object ``name`` (the scene's own or a spawned one) until the next
+        :meth:`reset`. ``ValueError`` for an unknown name. Optional: the default raises :class:`NotSupported`.
+        """
+        raise NotSupported("delete_object", self.scene_name, [])
+
     def static_occupancy(self) -> List[OccupancyBox]:
         """2-D footprints of the static geometry of the scene (walls, furniture)."""
         raise self._not_supported(Capability.STATIC_OCCUPANCY)

@@ -429,3 +429,49 @@ def test_end_effector_step_period_spreads_a_step_over_the_commands_interval(make
         with pytest.raises(ValueError):
             sim.set_end_effector_step_period(bad)
     sim.set_end_effector_step_period(None)   # back to one control period
+
+
+# ------------------------------------------------------- spawning and deleting
+def test_spawn_and_delete_the_scenes_object_kinds(scene_cache):
+    """spawn_object adds a copy of the scene's object kind at the given pose (the robot's state is
+    untouched, the new object falls and comes to rest on the table), delete_object removes one, bad
+    input is one ValueError line, and reset restores the scene as loaded."""
+    from sim_bridges.contract import Pose
+
+    sim = scene_cache("panda_table")
+    sim.reset(0)
+    loaded = set(sim.ground_truth())
+    assert "cube" in sim.spawnable_kinds()
+    sim.step(5)
+    before = sim.joint_state()
+    cube0 = sim.ground_truth()["red_cube"]
+    place = Pose(cube0.pose.position + [0.0, 0.12, 0.05])
+    sim.spawn_object("spare_cube", "cube", place)
+    truth = sim.ground_truth()
+    assert set(truth) == loaded | {"spare_cube"}
+    np.testing.assert_allclose(truth["spare_cube"].pose.position, place.position, atol=1e-9)
+    assert truth["spare_cube"].kind == "cube" and truth["spare_cube"].size == cube0.size
+    after = sim.joint_state()
+    np.testing.assert_allclose(after.position, before.position, atol=1e-12)
+    np.testing.assert_allclose(after.velocity, before.velocity, atol=1e-12)
+    sim.step(60)
+    rest = sim.ground_truth()["spare_cube"]
+    assert abs(rest.pose.position[2] - cube0.pose.position[2]) < 0.01, (rest.pose.position, cube0.pose.position)
+    assert np.linalg.norm(rest.velocity.linear) < 0.05
+    sim.set_object_pose("spare_cube", place)
+    np.testing.assert_allclose(sim.ground_truth()["spare_cube"].pose.position, place.position, atol=1e-9)
+
+    for bad in (lambda: sim.spawn_object("spare_cube", "cube", place),          # taken
+                lambda: sim.spawn_object("x y", "cube", place),                 # invalid name
+                lambda: sim.spawn_object("spaceship", "spaceship", place),      # unknown kind
+                lambda: sim.spawn_object("nan_cube", "cube", Pose([math.nan, 0, 1])),
+                lambda: sim.delete_object("no_such_object")):
+        with pytest.raises(ValueError) as err:
+            bad()
+        assert "\n" not in str(err.value)
+
+    sim.delete_object("red_cube")
+    assert "red_cube" not in sim.ground_truth() and "spare_cube" in sim.ground_truth()
+    sim.step(2)
+    sim.reset(0)
+    assert set(sim.ground_truth()) == loaded

@@ -14,6 +14,7 @@ them all.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import operator
 import os
@@ -55,6 +56,7 @@ from ..scenes import make_scene, scene_names  # noqa: E402
 from ..scenes.kinds import single_object_obj  # noqa: E402
 from ..scenes.meshes import mesh_placement  # noqa: E402
 from ..scenes.spec import ObjectSpec, SceneSpec  # noqa: E402
+from ..spawning import check_delete, check_spawn, spawn_templates, spawned_spec  # noqa: E402
 
 __all__ = ["MUJOCO_SCENES", "MuJoCoBackend", "renderer_status"]
 
@@ -280,6 +282,7 @@ class MuJoCoBackend(SimBackend):
         self._physics_rate_hz = float(physics_rate_hz)
         self._substeps = physics_steps_per_control(self._physics_rate_hz, control_rate_hz)
         self._closed = False
+        self._loaded_spec: Optional[SceneSpec] = None
         self._clear_scene()
 
     def _clear_scene(self) -> None:
@@ -329,6 +332,7 @@ class MuJoCoBackend(SimBackend):
         except TypeError as exc:
             raise ValueError(f"bad options for scene '{name}': {exc}") from None
         self._build_world(spec)
+        self._loaded_spec = spec   # reset restores it after spawn_object / delete_object
         self.reset(seed)
 
     def _build_world(self, spec: SceneSpec) -> None:
@@ -609,6 +613,8 @@ class MuJoCoBackend(SimBackend):
         """
         self._check_loaded()
         seed = operator.index(seed)
+        if self._spec is not self._loaded_spec:   # objects were spawned or deleted
+            self._build_world(self._loaded_spec)
         model, data = self.model, self.data
         mujoco.mj_resetData(model, data)
         rng = np.random.default_rng(seed)
@@ -844,6 +850,54 @@ class MuJoCoBackend(SimBackend):
                 out[name] = ObjectState(name, Pose(d.xipos[b], _xyzw(d.xquat[b])), Twist(vel[3:], vel[:3]),
                                         shape, color, tuple(size))
         return out
+
+    def spawnable_kinds(self) -> Tuple[str, ...]:
+        self._check_loaded()
+        return tuple(spawn_templates(self._loaded_spec.objects))
+
+    def spawn_object(self, name: str, kind: str, pose: Pose) -> None:
+        self._check_loaded()
+        templates = spawn_templates(self._loaded_spec.objects)
+        check_spawn(name, kind, pose, self.ground_truth(), templates)
+        new = spawned_spec(templates[kind], name, pose)
+        self._rebuild_keeping_state(dataclasses.replace(self._spec, objects=tuple(self._spec.objects) + (new,)))
+
+    def delete_object(self, name: str) -> None:
+        self._check_loaded()
+        check_delete(name, self._objects)
+        objects = tuple(o for o in self._spec.objects if o.name != name)
+        self._rebuild_keeping_state(dataclasses.replace(self._spec, objects=objects))
+
+    def _rebuild_keeping_state(self, spec: SceneSpec) -> None:
+        """Recompile the world for ``spec`` (objects added or removed) and carry the robot's and the
+        remaining objects' state, the latched commands and the sim time over; a new object starts at
+        rest at its spec pose. MuJoCo's solver warm start is not carried (the next step differs from
+        an unedited world's by solver tolerance)."""
+        self._sync()
+        old = self.data
+        joints = {n: (j.qadr, j.dadr) for n, j in self._joints.items()}
+        objects = {n: (o.qadr, o.dadr) for n, o in self._objects.items()}
+        latched = {k: getattr(self, k) for k in ("_ee_yaw", "_arm_ramp", "_wrist_turn", "_ee_step_physics_steps",
+                                                 "_physics_steps")}
+        qpos, qvel, ctrl, time = old.qpos.copy(), old.qvel.copy(), old.ctrl.copy(), float(old.time)
+        loaded = self._loaded_spec
+        self._build_world(spec)
+        self._loaded_spec = loaded
+        d = self.data
+        for name, jt in self._joints.items():
+            qa, da = joints[name]
+            d.qpos[jt.qadr], d.qvel[jt.dadr] = qpos[qa], qvel[da]
+        for name, obj in self._objects.items():
+            if name in objects:
+                qa, da = objects[name]
+                d.qpos[obj.qadr:obj.qadr + 7] = qpos[qa:qa + 7]
+                d.qvel[obj.dadr:obj.dadr + 6] = qvel[da:da + 6]
+        d.ctrl[:] = ctrl
+        d.time = time
+        for k, v in latched.items():
+            setattr(self, k, v)
+        mujoco.mj_forward(self.model, d)
+        self._dirty = False
 
     def set_object_pose(self, name: str, pose: Pose) -> None:
         self._check_loaded()

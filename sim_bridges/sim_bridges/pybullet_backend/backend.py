@@ -34,6 +34,7 @@ from ..robots.spec import RobotSpec
 from ..scenes import make_scene
 from ..scenes.meshes import mesh_placement
 from ..scenes.spec import ObjectSpec, SceneSpec
+from ..spawning import check_delete, check_spawn, spawn_templates, spawned_spec
 from .camera import PyBulletCamera
 
 __all__ = ["PyBulletBackend"]
@@ -147,6 +148,7 @@ class PyBulletBackend(SimBackend):
         self._caps: frozenset = frozenset()
         self._robots: List[_Robot] = []
         self._objects: Dict[str, _Object] = {}
+        self._scene_edited = False   # objects spawned or deleted since the world was built
         self._finger_gear: Optional[int] = None
         self._joints: Dict[str, _Joint] = {}
         self._joint_names: Tuple[str, ...] = ()
@@ -360,7 +362,7 @@ class PyBulletBackend(SimBackend):
         self._check_loaded()
         seed = operator.index(seed)
         cid = self._cid
-        if self._stepped_since_build and self._reset_mode == "rebuild":
+        if (self._stepped_since_build and self._reset_mode == "rebuild") or self._scene_edited:
             self._build_world(self._spec)
         p.restoreState(self._snapshot, physicsClientId=cid)
         self._ee_yaw = 0.0
@@ -640,6 +642,23 @@ class PyBulletBackend(SimBackend):
         p.resetBasePositionAndOrientation(obj.body, *self._link_to_com(obj, pose), physicsClientId=self._cid)
         p.resetBaseVelocity(obj.body, (0, 0, 0), (0, 0, 0), physicsClientId=self._cid)
         p.changeDynamics(obj.body, -1, activationState=p.ACTIVATION_STATE_WAKE_UP, physicsClientId=self._cid)
+
+    def spawnable_kinds(self) -> Tuple[str, ...]:
+        self._check_loaded()
+        return tuple(spawn_templates(self._spec.objects))
+
+    def spawn_object(self, name: str, kind: str, pose: Pose) -> None:
+        self._check_loaded()
+        templates = spawn_templates(self._spec.objects)
+        check_spawn(name, kind, pose, self.ground_truth(), templates)
+        self._build_object(spawned_spec(templates[kind], name, pose))
+        self._scene_edited = True
+
+    def delete_object(self, name: str) -> None:
+        self._check_loaded()
+        check_delete(name, self._objects)
+        p.removeBody(self._objects.pop(name).body, physicsClientId=self._cid)
+        self._scene_edited = True
 
     def ground_truth(self) -> Dict[str, ObjectState]:
         self._check_loaded()
