@@ -295,7 +295,7 @@ def test_save_clear_load_and_a_corrupt_file_is_set_aside(ros_processes, ros_prob
 @pytest.mark.parametrize("value, says", [("bogus", "noun_words must be off, accept, reject, heads or full, got 'bogus'"),
                                          ("true", "expecting type 'STRING'")])
 def test_a_bad_noun_words_value_stops_the_node_with_one_line(ros_processes, params_dir, value, says):
-    """noun_words is off | accept | reject | heads | full (a string since the twentieth session): anything else,
+    """noun_words is off | accept | reject | heads | full (a string): anything else,
     the old boolean too, stops the node at start with one line, not a traceback."""
     proc = ros_processes.start_node("rlstack_perception", "semantic_map", params_file=params_dir / "semantic_map.yaml",
                                     params={"noun_words": value if value != "true" else True})

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Could MiniLM's word neighbours ground object nouns the query side never saw? A probe on the
-training words only (docs/reference/perception.md, eighteenth session; nothing held out is read).
+training words only (docs/design/rare-object-nouns.md; nothing held out is read).
 
 Each training kind word and training absent kind ("the {word}", embedded alone) is given the label of
 its nearest neighbours among the *other* training words, leaving out every neighbour that shares a

@@ -2,8 +2,8 @@
 
 ``QueryHead`` maps a query's MiniLM embedding (384-d, the same text encoder the crop embedder
 is aligned with) through a small MLP to sigmoid "compatibility" outputs, one per colour
-(``COLOURS``) and kind of object (the head's card lists its ``kinds``: ``KINDS`` since the tenth
-session, the three ``SHAPES`` before). A label "red cube" scores ``p(red) * p(cube)``. Trained by
+(``COLOURS``) and kind of object (the head's card lists its ``kinds``: ``KINDS``; a card without
+the list means the three ``SHAPES``). A label "red cube" scores ``p(red) * p(cube)``. Trained by
 :mod:`rlstack_perception.train_query_head` on generated wordings (synonyms, fillers, word order,
 category words, absent colours and kinds; never the held-out set), so that
 
@@ -40,12 +40,10 @@ class QueryHead:
     ``shape_words``: a shape named by a WordNet synonym of a training shape word
     (:mod:`rlstack_perception.shape_words`) is accepted whatever the head says. ``noun_words``: the
     query's head noun read through the WordNet noun table (:mod:`rlstack_perception.noun_words`,
-    :class:`~rlstack_perception.noun_words.NounRule` modes): "heads" (the default since the twenty-first
-    session): "reject" and "accept" both; "reject": a head noun that is-a training absent kind ("the red
+    :class:`~rlstack_perception.noun_words.NounRule` modes): "heads" (the default): "reject" and "accept" both; "reject": a head noun that is-a training absent kind ("the red
     goblet") accepts no kind; "accept": a head noun the head never saw that is-a training word of a kind
     accepts that kind ("the soup can" is a cylinder); "full": both, and a noun that only modifies another
-    ("tennis *ball* can") does not ground the query; "off" (or False): none. Measured in docs/reference/perception.md
-    (fifteenth, twentieth and twenty-first sessions)."""
+    ("tennis *ball* can") does not ground the query; "off" (or False): none. Measured: docs/results.md; the choice: docs/design/rare-object-nouns.md."""
 
     def __init__(self, path: os.PathLike | str = DEFAULT_QUERY_HEAD, colour_words: bool = True,
                  shape_words: bool = True, noun_words: bool | str = "heads") -> None:
@@ -73,7 +71,7 @@ class QueryHead:
         card = self.path.with_suffix(".json")
         self.card = json.loads(card.read_text()) if card.is_file() else {}
         self.threshold = float(self.card.get("match_threshold", 0.5))
-        #: the kinds of object the head scores (its card; heads before the tenth session: the three shapes)
+        #: the kinds of object the head scores (its card; a card without the list: the three shapes)
         self.kinds = tuple(self.card.get("kinds", SHAPES))
         if self.w1.ndim != 2 or self.w2.shape != (self.w1.shape[1], len(COLOURS) + len(self.kinds)):
             raise ValueError(f"query head {self.path}: bad shapes {self.w1.shape}, {self.w2.shape} for "

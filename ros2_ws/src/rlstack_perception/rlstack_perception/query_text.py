@@ -5,8 +5,8 @@ Two rewrites, both no-ops on every training wording (so the query head needs no 
 English refers back to an object with "one": "the can, the blue one", "the doorknob, the one that is
 yellow". The query head (MiniLM embedding -> colour/kind compatibility) learnt "one" as a category
 word ("the red one": any red thing), so in those sentences it accepts every kind, and a thing that is
-not in the map ("the doorknob, ...") matched whatever of that colour was there (measured on the fifth
-held-out set, nineteenth session: "the doorknob that is yellow" scores a cylinder 0.23, "the doorknob,
+not in the map ("the doorknob, ...") matches whatever of that colour is there (measured on the
+compounds development set: "the doorknob that is yellow" scores a cylinder 0.23, "the doorknob,
 the one that is yellow" 0.96). :func:`canonical_query` rewrites such a sentence to the plain order
 ("the blue can", "the yellow doorknob").
 
@@ -18,7 +18,7 @@ a word the head learnt as a colour; the rule's class is unchanged, since that wo
 itself. A shade named by a compound goes whole ("the candy-apple red cylinder", "the postbox red cylinder"
 -> "the red cylinder"): its head is the basic colour term, and the word before it, a colour name or a
 noun, only names the shade (as :func:`~rlstack_perception.colour_words.find_colour` reads it); left in,
-the noun is read as the thing asked for (twenty-second session: "the postbox red cylinder" scored the red
+the noun is read as the thing asked for (without the rewrite "the postbox red cylinder" scores the red
 cylinder 0.07, "the taxi yellow bowl" the yellow bowl 0.0). Every other query is returned unchanged.
 """
 

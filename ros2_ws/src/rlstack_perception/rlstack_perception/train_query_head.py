@@ -185,8 +185,8 @@ def with_noun_rule(compat: np.ndarray, queries: Sequence[W.Query]) -> np.ndarray
 
 
 def forward(params, x, kinds: Sequence[str] = KINDS):
-    """The head's compatibility outputs in COLOURS + KINDS order (a head of fewer ``kinds``, e.g. one from
-    before the tenth session: 0 for the kinds it does not know)."""
+    """The head's compatibility outputs in COLOURS + KINDS order (a head of fewer ``kinds``, e.g. one of
+    the three shapes only: 0 for the kinds it does not know)."""
     h = np.maximum(x @ params["W1"] + params["b1"], 0.0)
     out = 1.0 / (1.0 + np.exp(-np.clip(h @ params["W2"] + params["b2"], -60, 60)))
     if tuple(kinds) == KINDS:

@@ -29,25 +29,25 @@ from rlstack_perception.embed import COLOURS, KINDS, SHAPES
 UNSEEN_SHAPE_WORDS = {"cube": ("cube", "block"), "ball": ("ball", "sphere"), "cylinder": ("cylinder",)}
 
 HELDOUT_FILE = Path(__file__).resolve().parent / "wordings" / "heldout.json"
-#: a second held-out set, written before the fourth session's retraining (columns prefixed "fresh_")
+#: a second held-out set in the first one's style, written with the richer training vocabulary and never
+#: looked at before scoring (columns prefixed "fresh_")
 HELDOUT_FRESH_FILE = HELDOUT_FILE.with_name("heldout_fresh.json")
-#: a third, for the kinds beyond cube/ball/cylinder (tenth session; columns prefixed "kinds_")
+#: the kinds beyond cube/ball/cylinder (columns prefixed "kinds_")
 HELDOUT_KINDS_FILE = HELDOUT_FILE.with_name("heldout_kinds.json")
-#: a fourth, of object words (and fillers, absent kinds) in no other list, written before the fifteenth
-#: session's grounding of unseen nouns (columns prefixed "unseen_")
+#: object words (and fillers, absent kinds) in no other list, written before any grounding of unseen nouns
+#: (columns prefixed "unseen_")
 HELDOUT_UNSEEN_FILE = HELDOUT_FILE.with_name("heldout_unseen.json")
-#: a fifth, of everyday wordings and household absent kinds, written before the nineteenth session's
-#: changes (columns prefixed "fifth_")
-HELDOUT_FIFTH_FILE = HELDOUT_FILE.with_name("heldout_fifth.json")
-#: a sixth, in the fifth's style, written once the fifth had been scored and before its per-word results were
-#: looked at: from then on the fifth is a development set and this one the test (columns prefixed "sixth_")
-HELDOUT_SIXTH_FILE = HELDOUT_FILE.with_name("heldout_sixth.json")
-#: a seventh, in the unseen set's style (other everyday nouns for a kind, household absent kinds), written
-#: before the change it measures (columns prefixed "seventh_")
-HELDOUT_SEVENTH_FILE = HELDOUT_FILE.with_name("heldout_seventh.json")
-#: an eighth, in the seventh's style, written before the change it measures: from then on the seventh is a
-#: development set and this one the test (columns prefixed "eighth_")
-HELDOUT_EIGHTH_FILE = HELDOUT_FILE.with_name("heldout_eighth.json")
+#: everyday compounds of known words ("soup can", "coffee cup") and household absent kinds, the
+#: development set of that style (columns prefixed "compounds_dev_")
+HELDOUT_COMPOUNDS_DEV_FILE = HELDOUT_FILE.with_name("heldout_compounds_dev.json")
+#: the same style, written before the development set's per-word results were looked at: the test set
+#: (columns prefixed "compounds_test_")
+HELDOUT_COMPOUNDS_TEST_FILE = HELDOUT_FILE.with_name("heldout_compounds_test.json")
+#: other everyday nouns for a kind ("puck", "gift box") and household absent things of similar shapes, the
+#: development set of that style (columns prefixed "nouns_dev_")
+HELDOUT_NOUNS_DEV_FILE = HELDOUT_FILE.with_name("heldout_nouns_dev.json")
+#: the same style, written before the change it measures: the test set (columns prefixed "nouns_test_")
+HELDOUT_NOUNS_TEST_FILE = HELDOUT_FILE.with_name("heldout_nouns_test.json")
 #: absent kinds of the first two held-out sets that are kinds of the vocabulary now (``KINDS``):
 #: their queries name that kind (at map level they are still absent wherever no such object is)
 NOW_PRESENT_KINDS = {"mug": "mug", "teddy bear": "teddy", "duck": "duck"}
@@ -68,7 +68,7 @@ TRAIN_COLOURS: Dict[str, Tuple[str, ...]] = {
 TRAIN_SHAPES: Dict[str, Tuple[str, ...]] = {
     "cube": ("cube", "block", "brick", "square block", "cubic block", "dice", "play block", "wooden block",
              "cube shape",
-             # fourth session: more words of our own (everyday and geometric), none from either held-out set
+             # everyday and geometric words, none from any held-out set
              "cubelet", "die", "hexahedron", "building block", "six-sided block", "square brick",
              "rectangular block", "blocky thing", "carton", "parcel", "package", "cube-like object", "cubic thing"),
     "ball": ("ball", "sphere", "round ball", "bouncy ball", "ball-shaped thing", "sphere shape", "rubber ball",
@@ -79,7 +79,7 @@ TRAIN_SHAPES: Dict[str, Tuple[str, ...]] = {
                  "short cylinder",
                  "log", "shaft", "stump", "cylinder-like object", "stubby pillar", "pipe section",
                  "tall cylinder", "oil drum", "paint tin", "bollard", "tower", "pylon", "upright cylinder"),
-    # tenth session: the kinds of home_kinds (sim_bridges.scenes.kinds), words of our own, none from any
+    # the kinds of home_kinds (sim_bridges.scenes.kinds), none from any
     # held-out set (so no "toy": a category word of the first) ("flask" moved here from the cylinders)
     "plate": ("plate", "side plate", "flat plate", "paper plate", "round dish"),
     "book": ("book", "paperback", "volume", "textbook", "storybook"),
@@ -112,9 +112,9 @@ TRAIN_ABSENT_COLOURS = ("pink", "white", "black", "brown", "grey", "orange", "ma
                         "tan", "cream", "khaki", "gray", "transparent", "striped", "wooden-brown",
                         "plum", "mauve", "lilac", "orchid", "aubergine", "fuchsia", "grape", "eggplant", "peach",
                         "salmon", "olive", "burnt orange",
-                        # nineteenth session: the cyan hue region, which no training colour covered (the colour
-                        # rule gave "turquoise", a word of heldout_kinds.json, the class of a blue training word).
-                        # "teal" and "dark teal" were tried too and left out: they took jade, jungle green and
+                        # the cyan hue region, which no other training colour covers (without it the colour
+                        # rule gives "turquoise", a word of heldout_kinds.json, the class of a blue training word).
+                        # "teal" and "dark teal" are left out: they take jade, jungle green and
                         # steel blue (green and blue synonyms of the older held-out sets) away from green and blue
                         "aqua")
 TRAIN_ABSENT_KINDS = (
@@ -153,7 +153,7 @@ TRAIN_TEMPLATES = (
     "please, the {c} {s}", "I want that {c} {s}", "the {c} {s} on the table", "the {c} {s} on the floor",
     "is there a {c} {s}?", "go get the {c} {s} please", "the {s}: {c}", "where would I find a {c} {s}",
     "may I have the {c} {s}", "pass me the {c} {s}", "the little {c} {s} near you",
-    # fourth session: more fillers and word orders of our own (none from either held-out set)
+    # more fillers and word orders (none from any held-out set)
     "{c} {s} please", "do you see a {c} {s}", "where's my {c} {s}", "kindly bring the {c} {s}",
     "the {s} with the {c} colour", "be a dear and find the {c} {s}", "okay robot, the {c} {s}", "um, the {c} {s}",
     "go over and pick up the {c} {s}", "the {s} - {c}", "bring that {c} {s} here", "find me a {c} {s}",
@@ -237,14 +237,15 @@ def heldout_queries(path: Path = HELDOUT_FILE, prefix: str = "") -> List[Query]:
 def all_heldout_queries(kinds: bool = True) -> List[Query]:
     """The held-out sets: ``heldout.json`` (columns as named), ``heldout_fresh.json`` ("fresh_...") and,
     with ``kinds``, ``heldout_kinds.json`` ("kinds_..."), ``heldout_unseen.json`` ("unseen_..."),
-    ``heldout_fifth.json`` ("fifth_..."), ``heldout_sixth.json`` ("sixth_..."), ``heldout_seventh.json``
-    ("seventh_...") and ``heldout_eighth.json`` ("eighth_...")."""
+    ``heldout_compounds_dev.json`` ("compounds_dev_..."), ``heldout_compounds_test.json`` ("compounds_test_..."),
+    ``heldout_nouns_dev.json`` ("nouns_dev_...") and ``heldout_nouns_test.json`` ("nouns_test_...")."""
     out = heldout_queries() + heldout_queries(HELDOUT_FRESH_FILE, "fresh_")
     if not kinds:
         return out
     return (out + heldout_queries(HELDOUT_KINDS_FILE, "kinds_") + heldout_queries(HELDOUT_UNSEEN_FILE, "unseen_")
-            + heldout_queries(HELDOUT_FIFTH_FILE, "fifth_") + heldout_queries(HELDOUT_SIXTH_FILE, "sixth_")
-            + heldout_queries(HELDOUT_SEVENTH_FILE, "seventh_") + heldout_queries(HELDOUT_EIGHTH_FILE, "eighth_"))
+            + heldout_queries(HELDOUT_COMPOUNDS_DEV_FILE, "compounds_dev_")
+            + heldout_queries(HELDOUT_COMPOUNDS_TEST_FILE, "compounds_test_")
+            + heldout_queries(HELDOUT_NOUNS_DEV_FILE, "nouns_dev_") + heldout_queries(HELDOUT_NOUNS_TEST_FILE, "nouns_test_"))
 
 
 def is_absent(column: str) -> bool:

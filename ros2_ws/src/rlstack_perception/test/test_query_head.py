@@ -64,9 +64,9 @@ def test_a_colour_name_before_a_basic_colour_term_names_its_shade():
 
 
 def test_cyan_hues_are_not_ours_and_greens_blues_stay():
-    """The cyan hue region has an absent anchor ("aqua", nineteenth session): a turquoise or aqua thing is
+    """The cyan hue region has an absent anchor ("aqua"): a turquoise or aqua thing is
     not one of our four colours, while green and blue names beside that region keep their colour (the
-    anchors "teal" and "dark teal" had taken jade, jungle green and steel blue)."""
+    anchors "teal" and "dark teal" take jade, jungle green and steel blue)."""
     rule = ColourRule.default()
     for word in ("aqua", "turquoise", "aquamarine"):
         assert rule.classify(find_colour(word)[1])[0] is None, word
@@ -121,7 +121,7 @@ def test_wordnet_shape_words(head, text):
     train = {w.replace("-", " ") for ws in W.TRAIN_SHAPES.values() for w in ws}
     assert len(table) >= 20 and set(table.values()) <= set(W.TRAIN_SHAPES)
     assert not set(table) & train and not set(table) & set(W.TRAIN_ABSENT_KINDS)
-    # built from every kind's training shape words (twenty-first session: "doughnut" is a ring's shape), and
+    # built from every kind's training shape words ("doughnut" is a ring's shape), and
     # adjectives derived from a thing one of its words names ("tubular": a tube, so a cylinder)
     assert table["doughnut"] == "ring" and table["conical"] == "cone" and table["tubular"] == "cylinder"
     assert "editorial" not in table   # derived from a newspaper column, not the column of the table

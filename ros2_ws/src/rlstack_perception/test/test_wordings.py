@@ -33,22 +33,22 @@ def test_heldout_columns_and_sizes():
 KINDS_PHRASES = ("please locate", "where's that", "gone", "bring over", "when you can", "i think i left",
                  "could the robot")
 UNSEEN_PHRASES = ("toss me", "i'm after", "any idea", "lemme", "that's", "go on,", "whatsit", "doodad")
-FIFTH_PHRASES = ("can i get", "i'd love", "could i have", "where is it", "bring back", "and bring it here",
+COMPOUNDS_DEV_PHRASES = ("can i get", "i'd love", "could i have", "where is it", "bring back", "and bring it here",
                  "the one that is", "thingamajig", "knick-knack")
-SIXTH_PHRASES = ("i need you to", "where has the", "got to", "have you seen", "please, robot", "go grab",
+COMPOUNDS_TEST_PHRASES = ("i need you to", "where has the", "got to", "have you seen", "please, robot", "go grab",
                  "that's coloured", "doohickey", "widget")
-SEVENTH_PHRASES = ("nip over", "hiding", "hunting for", "do me a favour", "that looks", "let's have",
+NOUNS_DEV_PHRASES = ("nip over", "hiding", "hunting for", "do me a favour", "that looks", "let's have",
                    "whatchamacallit", "trinket")
-EIGHTH_PHRASES = ("no bother", "lying about", "could do with", "pop over", "shade", "fancy getting",
+NOUNS_TEST_PHRASES = ("no bother", "lying about", "could do with", "pop over", "shade", "fancy getting",
                   "thingummy", "gadget")
 FRESH_PHRASES = ("can you", "i'd like", "which is", "if you would", "anywhere around", "end up", "fetch me that",
                  "from there", "thingy", "gizmo")
 
 
 @pytest.mark.parametrize("path", [w.HELDOUT_FILE, w.HELDOUT_FRESH_FILE, w.HELDOUT_KINDS_FILE, w.HELDOUT_UNSEEN_FILE,
-                                  w.HELDOUT_FIFTH_FILE, w.HELDOUT_SIXTH_FILE, w.HELDOUT_SEVENTH_FILE,
-                                  w.HELDOUT_EIGHTH_FILE],
-                         ids=["heldout", "fresh", "kinds", "unseen", "fifth", "sixth", "seventh", "eighth"])
+                                  w.HELDOUT_COMPOUNDS_DEV_FILE, w.HELDOUT_COMPOUNDS_TEST_FILE, w.HELDOUT_NOUNS_DEV_FILE,
+                                  w.HELDOUT_NOUNS_TEST_FILE],
+                         ids=["heldout", "fresh", "kinds", "unseen", "compounds_dev", "compounds_test", "nouns_dev", "nouns_test"])
 def test_heldout_words_never_in_training(path):
     h = w.load_heldout(path)
     texts = _train_texts()
@@ -61,10 +61,10 @@ def test_heldout_words_never_in_training(path):
     held_words += {w.HELDOUT_FILE: ["toy", "plaything"], w.HELDOUT_FRESH_FILE: ["thingy", "gizmo", "yo"],
                    w.HELDOUT_KINDS_FILE: ["soft toy", "dishware", "container"],
                    w.HELDOUT_UNSEEN_FILE: ["whatsit", "doodad"],
-                   w.HELDOUT_FIFTH_FILE: ["thingamajig", "knick-knack"],
-                   w.HELDOUT_SIXTH_FILE: ["doohickey", "widget"],
-                   w.HELDOUT_SEVENTH_FILE: ["whatchamacallit", "trinket"],
-                   w.HELDOUT_EIGHTH_FILE: ["thingummy", "gadget"]}[path]
+                   w.HELDOUT_COMPOUNDS_DEV_FILE: ["thingamajig", "knick-knack"],
+                   w.HELDOUT_COMPOUNDS_TEST_FILE: ["doohickey", "widget"],
+                   w.HELDOUT_NOUNS_DEV_FILE: ["whatchamacallit", "trinket"],
+                   w.HELDOUT_NOUNS_TEST_FILE: ["thingummy", "gadget"]}[path]
     for word in held_words:
         if " " in word:
             assert word.lower() not in joined, word
@@ -87,11 +87,11 @@ def test_heldout_fillers_templates_and_queries_never_in_training():
     held_t = _templates(h)
     held_t -= {"the {c} {s}", "a {c} {s}"}  # the bare forms are not a wording trick
     assert not held_t & set(w.TRAIN_TEMPLATES)
-    for phrase in (FRESH_PHRASES + KINDS_PHRASES + UNSEEN_PHRASES + FIFTH_PHRASES + SIXTH_PHRASES + SEVENTH_PHRASES
-                   + EIGHTH_PHRASES):
+    for phrase in (FRESH_PHRASES + KINDS_PHRASES + UNSEEN_PHRASES + COMPOUNDS_DEV_PHRASES + COMPOUNDS_TEST_PHRASES
+                   + NOUNS_DEV_PHRASES + NOUNS_TEST_PHRASES):
         assert phrase not in joined, phrase
-    for path in (w.HELDOUT_FRESH_FILE, w.HELDOUT_KINDS_FILE, w.HELDOUT_UNSEEN_FILE, w.HELDOUT_FIFTH_FILE,
-                 w.HELDOUT_SIXTH_FILE, w.HELDOUT_SEVENTH_FILE, w.HELDOUT_EIGHTH_FILE):
+    for path in (w.HELDOUT_FRESH_FILE, w.HELDOUT_KINDS_FILE, w.HELDOUT_UNSEEN_FILE, w.HELDOUT_COMPOUNDS_DEV_FILE,
+                 w.HELDOUT_COMPOUNDS_TEST_FILE, w.HELDOUT_NOUNS_DEV_FILE, w.HELDOUT_NOUNS_TEST_FILE):
         other = w.load_heldout(path)
         other_t = _templates(other)
         assert not (other_t - {"the {c} {s}", "a {c} {s}"}) & set(w.TRAIN_TEMPLATES)
@@ -100,11 +100,13 @@ def test_heldout_fillers_templates_and_queries_never_in_training():
     assert {q.column for q in qs} >= {"fresh_paraphrases", "fresh_absent", "fresh_colour_synonyms",
                                       "kinds_paraphrases", "kinds_absent", "kinds_category",
                                       "unseen_paraphrases", "unseen_absent", "unseen_colour_synonyms", "unseen_category",
-                                      "fifth_paraphrases", "fifth_absent", "fifth_colour_synonyms", "fifth_category",
-                                      "sixth_paraphrases", "sixth_absent", "sixth_colour_synonyms", "sixth_category",
-                                      "seventh_paraphrases", "seventh_absent", "seventh_colour_synonyms",
-                                      "seventh_category", "eighth_paraphrases", "eighth_absent",
-                                      "eighth_colour_synonyms", "eighth_category"}
+                                      "compounds_dev_paraphrases", "compounds_dev_absent",
+                                      "compounds_dev_colour_synonyms", "compounds_dev_category",
+                                      "compounds_test_paraphrases", "compounds_test_absent",
+                                      "compounds_test_colour_synonyms", "compounds_test_category",
+                                      "nouns_dev_paraphrases", "nouns_dev_absent", "nouns_dev_colour_synonyms",
+                                      "nouns_dev_category", "nouns_test_paraphrases", "nouns_test_absent",
+                                      "nouns_test_colour_synonyms", "nouns_test_category"}
     for q in qs:
         if q.column != "trained":
             assert q.text not in train_set, q.text
@@ -152,7 +154,7 @@ def _items(h):
 
 
 def test_unseen_set_words_are_new_to_training_and_every_other_set():
-    """heldout_unseen.json (fifteenth session): its object words, absent kinds and colours are items of no
+    """heldout_unseen.json: its object words, absent kinds and colours are items of no
     training list and of no other held-out set, and each brings a word (token) found in none of them
     (a compound of known words, "bucket hat", is allowed: its point is which word heads it); its fillers
     are in no other set's templates."""
@@ -176,20 +178,20 @@ def test_unseen_set_words_are_new_to_training_and_every_other_set():
     assert all(q.labels == () for q in cols["unseen_absent"])
 
 
-@pytest.mark.parametrize("path", [w.HELDOUT_FIFTH_FILE, w.HELDOUT_SIXTH_FILE, w.HELDOUT_SEVENTH_FILE,
-                                  w.HELDOUT_EIGHTH_FILE],
-                         ids=["fifth", "sixth", "seventh", "eighth"])
+@pytest.mark.parametrize("path", [w.HELDOUT_COMPOUNDS_DEV_FILE, w.HELDOUT_COMPOUNDS_TEST_FILE, w.HELDOUT_NOUNS_DEV_FILE,
+                                  w.HELDOUT_NOUNS_TEST_FILE],
+                         ids=["compounds_dev", "compounds_test", "nouns_dev", "nouns_test"])
 def test_everyday_sets_items_are_in_no_training_list_and_no_other_set(path):
-    """heldout_fifth.json and heldout_sixth.json (nineteenth session), heldout_seventh.json and heldout_eighth.json
-    (twenty-second): everyday wordings, so compounds of known words are allowed ("soup can", "tin can"), but no
+    """heldout_compounds_dev.json, heldout_compounds_test.json, heldout_nouns_dev.json and heldout_nouns_test.json:
+    everyday wordings, so compounds of known words are allowed ("soup can", "tin can"), but no
     item is an item of a training list or of another held-out set, a one-word item is no word of another set's
     items, and its templates are in no other set."""
     h = w.load_heldout(path)
-    prefix = {w.HELDOUT_FIFTH_FILE: "fifth_", w.HELDOUT_SIXTH_FILE: "sixth_", w.HELDOUT_SEVENTH_FILE: "seventh_",
-              w.HELDOUT_EIGHTH_FILE: "eighth_"}[path]
+    prefix = {w.HELDOUT_COMPOUNDS_DEV_FILE: "compounds_dev_", w.HELDOUT_COMPOUNDS_TEST_FILE: "compounds_test_",
+              w.HELDOUT_NOUNS_DEV_FILE: "nouns_dev_", w.HELDOUT_NOUNS_TEST_FILE: "nouns_test_"}[path]
     others = [w.load_heldout(p) for p in (w.HELDOUT_FILE, w.HELDOUT_FRESH_FILE, w.HELDOUT_KINDS_FILE,
-                                          w.HELDOUT_UNSEEN_FILE, w.HELDOUT_FIFTH_FILE, w.HELDOUT_SIXTH_FILE,
-                                          w.HELDOUT_SEVENTH_FILE, w.HELDOUT_EIGHTH_FILE)
+                                          w.HELDOUT_UNSEEN_FILE, w.HELDOUT_COMPOUNDS_DEV_FILE, w.HELDOUT_COMPOUNDS_TEST_FILE,
+                                          w.HELDOUT_NOUNS_DEV_FILE, w.HELDOUT_NOUNS_TEST_FILE)
               if p != path]
     train_items = _train_items()
     other_items = [x for o in others for x in _items(o)]
