@@ -1,0 +1,1 @@
+"""The mobile manipulator's robot model (URDF and meshes) and a robot state publisher."""
