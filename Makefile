@@ -9,7 +9,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 ENV := source ./env.sh
 
-.PHONY: help setup build test test-packages test-system demo eval-fetch bench train lock clean distclean docker docker-base docker-test
+.PHONY: help setup build test test-packages test-system demo eval-fetch bench train lock clean distclean docker docker-base docker-test view
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -33,6 +33,11 @@ demo: setup ## run the main job headless and write results to out/
 
 eval-fetch: setup ## the fetch mission (robot mode) over 20 seeded layouts: make eval-fetch [LAYOUTS=20] [BACKEND=mujoco] [ARGS=--ground-truth-grasp]
 	@$(ENV) && python -m rlstack_mission.evaluate --layouts $(or $(LAYOUTS),20) --backend $(or $(BACKEND),pybullet) $(ARGS)
+
+view: setup ## a graph (default: the fetch graph) with the live view beside it; prints the page's URL, Ctrl-C stops both: make view [GRAPH=launch/sim.launch.yaml] [ARGS='seed:=1'] [VIEW_ARGS='-p port:=8780']
+	@$(ENV) && { python -m rlstack_launch $(or $(GRAPH),launch/fetch.launch.yaml) $(ARGS) & graph=$$!; \
+	  trap 'kill -INT $$graph 2>/dev/null; wait $$graph 2>/dev/null' EXIT; \
+	  python -m rlstack_view.live_view --ros-args $(VIEW_ARGS); }
 
 bench: setup ## run the benchmarks in bench/ (JSON + tables into out/bench/)
 	@$(ENV) && bash bench/run_all.sh
