@@ -54,6 +54,7 @@ AST_NODES: Dict[str, str] = {
     "arm_adapter": "rlstack_adapters/rlstack_adapters/arm_adapter.py",
     "twist_stamper": "rlstack_adapters/rlstack_adapters/twist_stamper.py",
     "cmd_vel_mux": "rlstack_adapters/rlstack_adapters/cmd_vel_mux.py",
+    "live_view": "rlstack_view/rlstack_view/live_view.py",
 }
 DECLARERS = {"p", "d", "declare_parameter"}
 
