@@ -71,7 +71,7 @@ def test_foxglove_client_receives_tf_and_the_map(light_graph):
     from tf2_msgs.msg import TFMessage
 
     processes, view, _url, fox_port = light_graph
-    ws = websocket.create_connection(f"ws://127.0.0.1:{fox_port}", subprotocols=["foxglove.sdk.v1", "foxglove.websocket.v1"],
+    ws = websocket.create_connection(f"ws://127.0.0.1:{fox_port}", subprotocols=["foxglove.sdk.v1"],
                                      timeout=10)
     try:
         channels, end = {}, time.monotonic() + 30.0
