@@ -2,7 +2,7 @@
 
 rviz2 is not installed here, so the file is checked statically: it parses as YAML in the
 layout rviz2 saves, uses only rviz_default_plugins displays, and every topic it subscribes to
-(or the goal tool publishes to) is one our docs, launch files or params files name. A display
+(or the goal and initial-pose tools publish to) is one our docs, launch files or params files name. A display
 that asks for Transient Local only matches a latched publisher, so its topic must be
 documented as latched / transient local.
 """
@@ -19,7 +19,7 @@ RVIZ = REPO / "config" / "rviz" / "fetch.rviz"
 ALLOWED_DISPLAYS = {
     "rviz_default_plugins/Grid", "rviz_default_plugins/TF", "rviz_default_plugins/Map",
     "rviz_default_plugins/Path", "rviz_default_plugins/Image", "rviz_default_plugins/MarkerArray",
-    "rviz_default_plugins/Odometry", "rviz_default_plugins/Pose",
+    "rviz_default_plugins/Odometry", "rviz_default_plugins/Pose", "rviz_default_plugins/RobotModel",
 }
 # The values rviz2's QoS properties accept.
 QOS_VALUES = {
@@ -38,6 +38,7 @@ EXPECTED = {
     "/sim_ground_truth/markers": "rviz_default_plugins/MarkerArray",
     "/grasp_target": "rviz_default_plugins/Pose",
     "/fetch/dropoff": "rviz_default_plugins/Pose",
+    "/robot_description": "rviz_default_plugins/RobotModel",
 }
 
 
@@ -69,8 +70,14 @@ def _names(topic: str):
     return lambda line: bool(absolute.search(line) or relative.search(line))
 
 
+def _topic(display: dict) -> dict:
+    """A display's topic property (RobotModel calls it "Description Topic")."""
+    return display.get("Topic") or display["Description Topic"]
+
+
 def _topics(cfg: dict) -> dict:
-    return {d["Topic"]["Value"]: d for d in _displays(cfg["Visualization Manager"]["Displays"]) if "Topic" in d}
+    return {_topic(d)["Value"]: d for d in _displays(cfg["Visualization Manager"]["Displays"])
+            if "Topic" in d or "Description Topic" in d}
 
 
 def test_layout_is_what_rviz2_saves():
@@ -88,8 +95,12 @@ def test_every_display_is_an_allowed_default_plugin():
     displays = list(_displays(_config()["Visualization Manager"]["Displays"]))
     classes = [d["Class"] for d in displays]
     assert set(classes) <= ALLOWED_DISPLAYS, set(classes) - ALLOWED_DISPLAYS
-    # No RobotModel: the bridge publishes no robot_description; TF shows every link instead.
     assert "rviz_default_plugins/TF" in classes and "rviz_default_plugins/Grid" in classes
+    # The robot drawn from the URDF that robot_state_publisher (rlstack_description) latches.
+    robot = [d for d in displays if d["Class"] == "rviz_default_plugins/RobotModel"]
+    assert len(robot) == 1 and robot[0]["Enabled"] is True
+    assert robot[0]["Description Source"] == "Topic"
+    assert robot[0]["Visual Enabled"] is True and robot[0]["TF Prefix"] == ""
     tf = next(d for d in displays if d["Class"] == "rviz_default_plugins/TF")
     assert tf["Frames"]["All Enabled"] is True
 
@@ -98,7 +109,7 @@ def test_expected_topics_and_qos_keys():
     topics = _topics(_config())
     assert {t: d["Class"] for t, d in topics.items()} == EXPECTED
     for topic, d in topics.items():
-        qos = d["Topic"]
+        qos = _topic(d)
         assert topic.startswith("/"), f"{topic}: use absolute names, rviz2 resolves relative ones in its own namespace"
         assert isinstance(qos["Depth"], int) and qos["Depth"] >= 1
         for key, allowed in QOS_VALUES.items():
@@ -117,8 +128,9 @@ def test_latched_displays_subscribe_to_latched_topics():
                *sorted((REPO / "ros2_ws" / "src").glob("*/*/*.py"))]
     text = [ln for p in sources for ln in p.read_text().splitlines()]
     latched = re.compile(r"latched|transient local", re.I)
-    transient = {t for t, d in _topics(_config()).items() if d["Topic"]["Durability Policy"] == "Transient Local"}
-    assert {"/map", "/plan"} <= transient, "the map and plan are published once: rviz must ask for the latched copy"
+    transient = {t for t, d in _topics(_config()).items() if _topic(d)["Durability Policy"] == "Transient Local"}
+    assert {"/map", "/plan", "/robot_description"} <= transient, (
+        "the map, plan and robot description are published once: rviz must ask for the latched copy")
     for topic in transient:
         named = _names(topic)
         assert any(named(ln) and latched.search(ln) for ln in text), f"{topic} is not documented as latched"
@@ -129,4 +141,23 @@ def test_goal_tool_publishes_what_nav_controller_subscribes():
     goal = [t for t in tools if t["Class"] == "rviz_default_plugins/SetGoal"]
     assert len(goal) == 1 and goal[0]["Topic"]["Value"] == "/goal_pose"
     named = _names("/goal_pose")
+    assert any(named(ln) and "sub" in ln for ln in _documented_lines())
+
+
+def test_robot_model_reads_what_robot_state_publisher_latches():
+    from rlstack_description.state_publisher import DESCRIPTION_QOS
+    from rclpy.qos import DurabilityPolicy, ReliabilityPolicy
+
+    robot = _topics(_config())["/robot_description"]["Description Topic"]
+    assert DESCRIPTION_QOS.durability == DurabilityPolicy.TRANSIENT_LOCAL and robot["Durability Policy"] == \
+        "Transient Local"
+    assert DESCRIPTION_QOS.reliability == ReliabilityPolicy.RELIABLE and robot["Reliability Policy"] == "Reliable"
+
+
+def test_initial_pose_tool_publishes_what_the_localizer_subscribes():
+    tools = _config()["Visualization Manager"]["Tools"]
+    initial = [t for t in tools if t["Class"] == "rviz_default_plugins/SetInitialPose"]
+    assert len(initial) == 1 and initial[0]["Topic"]["Value"] == "/initialpose"
+    assert initial[0]["Topic"]["Reliability Policy"] == "Reliable"
+    named = _names("/initialpose")
     assert any(named(ln) and "sub" in ln for ln in _documented_lines())
