@@ -29,7 +29,8 @@ BLOCKED = ("torch", "stable_baselines3", "sb3_contrib", "gymnasium", "pybullet",
            "mcap", "mcap_ros2", "sim_bridges", "rlstack_learning", "rlstack_sim", "ray", "mujoco")
 #: packages that run on the robot (+ the launch runner that starts graphs there)
 ROBOT_PACKAGES = ("rlstack_bundle", "rlstack_common", "rlstack_policy", "rlstack_nav", "rlstack_perception",
-                  "rlstack_mission", "rlstack_launch", "rlstack_adapters", "rlstack_localization")
+                  "rlstack_mission", "rlstack_launch", "rlstack_adapters", "rlstack_localization",
+                  "rlstack_description")
 #: modules of robot-side packages that belong to the workstation: evaluation against the
 #: simulator, demo recording/video, training the crop embedder and the query head, and the optional SAM / CLIP
 #: perception backends (user checkpoints on torch; the default backends need none of it)
