@@ -129,6 +129,26 @@ def test_description_and_transforms_over_ros(ros_processes, ros_probe, params_di
     assert bridge.alive() and rsp.alive()
 
 
+def test_frame_prefix_and_description_only(ros_processes, ros_probe):
+    model = load_urdf(str(URDF))
+    prefixed = ros_processes.start_node("rlstack_description", "robot_state_publisher", name="rsp_prefixed",
+                                        params={"frame_prefix": "r1/"})
+    static = ros_probe.collect("/tf_static", TFMessage, count=1, timeout=15, qos=TF_STATIC)[0]
+    assert sorted(t.child_frame_id for t in static.transforms) == sorted("r1/" + j.child for j in model.fixed_joints)
+    assert all(t.header.frame_id.startswith("r1/") for t in static.transforms)
+    prefixed.stop()
+
+    # publish_tf false: /robot_description only (the simulator bridge publishes the links)
+    only = ros_processes.start_node("rlstack_description", "robot_state_publisher", name="rsp_description_only",
+                                    params={"publish_tf": False})
+    only.wait_for_output("/robot_description only", timeout=15)
+    ros_probe.collect("/robot_description", String, count=1, timeout=10, qos=LATCHED)
+    endpoints = {name for topic in ("/tf", "/tf_static", "/joint_states")
+                 for name in (i.node_name for i in ros_probe.node.get_publishers_info_by_topic(topic)
+                              + ros_probe.node.get_subscriptions_info_by_topic(topic))}
+    assert "rsp_description_only" not in endpoints, endpoints
+
+
 def test_bad_urdf_exits_with_one_line(ros_processes, tmp_path):
     bad = tmp_path / "bad.urdf"
     bad.write_text('<robot name="r"><link name="a"/><joint name="j" type="revolute"><parent link="a"/>'
