@@ -55,6 +55,7 @@ AST_NODES: Dict[str, str] = {
     "twist_stamper": "rlstack_adapters/rlstack_adapters/twist_stamper.py",
     "cmd_vel_mux": "rlstack_adapters/rlstack_adapters/cmd_vel_mux.py",
     "live_view": "rlstack_view/rlstack_view/live_view.py",
+    "robot_state_publisher": "rlstack_description/rlstack_description/state_publisher.py",
 }
 DECLARERS = {"p", "d", "declare_parameter"}
 
