@@ -112,6 +112,9 @@ class SimBridge(Node):
         self.sim.load_scene(scene, seed=seed)
         self._setup_scene(scene)
         self._after_reset()
+        # the ROS 2 standard simulation services (simulation_interfaces), beside the bridge's own
+        from rlstack_sim.sim_interfaces_server import attach
+        self.standard_services = attach(self)
 
         # Timers run on the steady wall clock even if use_sim_time is set for this node: the
         # bridge is the source of /clock and must never wait for it.
