@@ -286,6 +286,8 @@ def to_markdown(result: dict) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    from rlstack_common.results_record import add_record_argument, command_line, record
+    add_record_argument(parser)
     parser.add_argument("--quick", action="store_true", help="short run (about 20 s)")
     parser.add_argument("--scenes", nargs="+", default=list(SCENES), choices=SCENES)
     parser.add_argument("--camera-rate", type=float, default=20.0, help="camera rate in the realtime run, Hz")
@@ -309,6 +311,8 @@ def main() -> int:
     if not args.no_camera:
         result["camera"] = bench_camera(5.0 if args.quick else 20.0, args.camera_rate)
     print(json.dumps(result, indent=2))
+    if args.record:
+        record(args.record, result, command=command_line())
     print(to_markdown(result), file=sys.stderr)
     return 0
 

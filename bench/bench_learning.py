@@ -302,6 +302,8 @@ def _inference(bundle_dir: str, calls: int, run_dir_model: str = None) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from rlstack_common.results_record import add_record_argument, command_line, record
+    add_record_argument(ap)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-ros", action="store_true", help="skip the over-ROS lockstep measurements")
     ap.add_argument("--ros-only", action="store_true", help="only the over-ROS lockstep measurements")
@@ -326,6 +328,8 @@ def main() -> int:
             res["inference_us"][task] = {k: round(v, 1) for k, v in _inference(bundle, 500 if a.quick else 5000).items()}
     json.dump(res, sys.stdout, indent=1)
     print(file=sys.stdout)
+    if a.record:
+        record(a.record, res, command=command_line())
     lines = ["| task | env steps/s 1 env | 2 envs | 8 envs | 2 envs subproc | PPO train fps | onnxruntime us | torch us | SB3 predict us |",
              "|---|---|---|---|---|---|---|---|---|"]
     for task in ({} if a.ros_only else TASKS):

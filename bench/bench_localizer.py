@@ -137,11 +137,15 @@ def markdown(r: dict) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from rlstack_common.results_record import add_record_argument, command_line, record
+    add_record_argument(ap)
     ap.add_argument("--quick", action="store_true", help="40 frames, 1 pass")
     args = ap.parse_args(argv)
     r = bench(40, 1) if args.quick else bench()
     print(markdown(r), file=sys.stderr)
     print(json.dumps(r, indent=1))
+    if args.record:
+        record(args.record, r, command=command_line())
     return 0
 
 

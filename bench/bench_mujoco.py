@@ -153,6 +153,8 @@ def bench_scene(scene: str, n_steps: int, repeats: int, frames: int) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    from rlstack_common.results_record import add_record_argument, command_line, record
+    add_record_argument(ap)
     ap.add_argument("--quick", action="store_true", help="fewer steps/frames")
     ap.add_argument("--scenes", nargs="+", default=list(SCENES), choices=SCENES)
     ap.add_argument("--repeats", type=int, default=3)
@@ -162,7 +164,10 @@ def main() -> int:
     meta = {"machine": platform.machine(), "cpus": os.cpu_count(), "python": platform.python_version(),
             "mujoco": mujoco.__version__, "mujoco_gl": os.environ.get("MUJOCO_GL"),
             "n_physics_steps": n_steps, "camera_frames": frames, "repeats": args.repeats}
-    print(json.dumps({"meta": meta, "results": results}, indent=1))
+    summary = {"meta": meta, "results": results}
+    print(json.dumps(summary, indent=1))
+    if args.record:
+        record(args.record, summary, command=command_line())
     rows = ["| scene | raw MuJoCo steps/s | MuJoCo backend steps/s | backend / raw | with a command each control step: "
             "raw / backend / ratio | PyBullet backend steps/s | MuJoCo / PyBullet | camera fps MuJoCo (EGL) | "
             "camera fps PyBullet (Tiny) |", "|---|---|---|---|---|---|---|---|---|"]

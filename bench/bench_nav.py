@@ -211,6 +211,8 @@ def markdown(r: dict) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from rlstack_common.results_record import add_record_argument, command_line, record
+    add_record_argument(ap)
     ap.add_argument("--quick", action="store_true", help="short run (under a minute)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the closed-loop goals")
     args = ap.parse_args(argv)
@@ -226,6 +228,8 @@ def main(argv=None) -> int:
     }
     print(markdown(result), file=sys.stderr)
     print(json.dumps(result, indent=2))
+    if args.record:
+        record(args.record, result, command=command_line())
     return 0
 
 

@@ -33,6 +33,8 @@ def timed(fn, n):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    from rlstack_common.results_record import add_record_argument, command_line, record
+    add_record_argument(ap)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--frames", type=int, default=48)
     ap.add_argument("--sam-checkpoint", default="")
@@ -159,6 +161,8 @@ def main(argv=None) -> int:
                           "text_ms": med(timed(lambda: clip.encode_text(["the yellow cube"]), 10))}
         result["clip_ms_per_crop"] = result["clip"]["ms_per_crop_batch1"]
     print(json.dumps(result, indent=1))
+    if args.record:
+        record(args.record, result, command=command_line())
     rows = [(k, v) for k, v in result.items() if not isinstance(v, dict)]
     rows += [(f"stage {k} ms", v) for k, v in result["stage_ms_median"].items()]
     for part in ("sam", "clip"):

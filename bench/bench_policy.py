@@ -226,6 +226,8 @@ def to_markdown(r: dict) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    from rlstack_common.results_record import add_record_argument, command_line, record
+    add_record_argument(parser)
     parser.add_argument("--quick", action="store_true", help="fewer samples, shorter windows (~20 s)")
     parser.add_argument("--priority", type=int, default=50,
                         help="also run the jitter windows with realtime_priority (SCHED_FIFO) N; 0: skip (default 50)")
@@ -249,6 +251,8 @@ def main() -> int:
         "rss_mb": result["rss_peak_mb"] < TARGETS["rss_mb"],
     }
     print(json.dumps(result, indent=2))
+    if args.record:
+        record(args.record, result, command=command_line())
     print(to_markdown(result), file=sys.stderr)
     return 0
 

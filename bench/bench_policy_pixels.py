@@ -178,6 +178,8 @@ def to_markdown(r: dict) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    from rlstack_common.results_record import add_record_argument, command_line, record
+    add_record_argument(parser)
     parser.add_argument("--quick", action="store_true", help="fewer samples, a shorter window")
     parser.add_argument("--seconds", type=float, default=0.0, help="camera window, s (default 20; quick 8)")
     args = parser.parse_args()
@@ -188,6 +190,8 @@ def main() -> int:
     result["latency"] = bench_latency(samples)
     result["camera"] = bench_camera(seconds)
     print(json.dumps(result, indent=2))
+    if args.record:
+        record(args.record, result, command=command_line())
     print(to_markdown(result), file=sys.stderr)
     return 0
 

@@ -62,6 +62,8 @@ def project(one: dict, machines, cpus_per_machine: int) -> list:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from rlstack_common.results_record import add_record_argument, command_line, record
+    add_record_argument(p)
     p.add_argument("--quick", action="store_true", help="3 timed iterations")
     p.add_argument("--runners", type=int, nargs="+", default=[1, 2])
     p.add_argument("--iters", type=int, default=8)
@@ -85,6 +87,8 @@ def main() -> int:
            "cpu": platform.processor()}, "results": rows,
            "projection_16_cpu_machines": project(one, (1, 2, 4, 8), 16)}
     print(json.dumps(out, indent=1))
+    if a.record:
+        record(a.record, out, command=command_line())
     print("\n| env runners | envs each | env steps/s | sampling s/iter | learner s/iter | sync s/iter |", file=sys.stderr)
     print("|---|---|---|---|---|---|", file=sys.stderr)
     for r in rows:

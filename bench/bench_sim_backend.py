@@ -155,6 +155,8 @@ def to_markdown(result: dict) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    from rlstack_common.results_record import add_record_argument, command_line, record
+    add_record_argument(parser)
     parser.add_argument("--quick", action="store_true", help="short run (a few seconds)")
     parser.add_argument("--scenes", nargs="+", default=list(SCENES), choices=SCENES)
     args = parser.parse_args(argv)
@@ -170,6 +172,8 @@ def main(argv=None) -> int:
         "camera": bench_camera("home", n_frames, repeats) if "home" in args.scenes else None,
     }
     print(json.dumps(result, indent=2))
+    if args.record:
+        record(args.record, result, command=command_line())
     print(to_markdown(result), file=sys.stderr)
     return 0
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Run every benchmark in bench/ and keep its JSON in out/bench/<name>.json.
 # Usage (through make, which sources env.sh): make bench  |  BENCH_ARGS=--quick make bench
-# Benchmarks print JSON on stdout and a markdown table on stderr; the tables in docs/ are
-# copied from these runs, with the machine they ran on.
+# Benchmarks print JSON on stdout and a markdown table on stderr. A figure for docs/results.md comes
+# from one benchmark run with --record docs/results/<name>.json (command, commit, date, hardware kept).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 mkdir -p "$ROOT/out/bench"

@@ -8,7 +8,8 @@ semantic map, sends the fetch and judges it from ground truth (:mod:`rlstack_mis
 the mission must report success *and* the object must rest within 0.35 m of the drop-off).
 
 Writes ``out/fetch_eval/results.json`` (every episode, with its feedback trail) and prints a
-table, the success rate, failure reasons and time per fetch.
+table, the success rate, failure reasons and time per fetch; ``--record docs/results/<name>.json``
+also writes the summary with its command, commit, date and hardware (docs/results.md).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import statistics
 import sys
 import time
 from pathlib import Path
+
+from rlstack_common.results_record import add_record_argument, command_line, record
 
 ROOT = Path(__file__).resolve().parents[4] if (Path(__file__).resolve().parents[4] / "launch").is_dir() else Path.cwd()
 
@@ -110,6 +113,7 @@ def main(argv=None) -> int:
     p.add_argument("--layouts", type=int, default=20, help="number of seeded layouts (seeds seed-base ...)")
     p.add_argument("--seed-base", type=int, default=0)
     p.add_argument("--out", default=str(ROOT / "out" / "fetch_eval"))
+    add_record_argument(p)
     p.add_argument("--timeout", type=float, default=600.0, help="per fetch, s")
     p.add_argument("--ground-truth-grasp", action="store_true",
                    help="the labelled ablation (fetch.launch.yaml robot_mode:=false): grasp on the simulator's live "
@@ -192,6 +196,8 @@ def main(argv=None) -> int:
                         a.support, interrupted)
     (out / "results.json").write_text(json.dumps({"summary": summary, "episodes": episodes}, indent=1))
     print(json.dumps(summary, indent=1))
+    if a.record:
+        record(a.record, summary, command=command_line("rlstack_mission.evaluate"), root=ROOT)
     if interrupted:
         return 130
     return 0 if episodes and summary["succeeded"] == len(episodes) else 1
@@ -300,6 +306,8 @@ def _main_ray(a, p) -> int:
         summary["missing_layouts"] = missing
     (out / "results.json").write_text(json.dumps({"summary": summary, "episodes": episodes}, indent=1))
     print(json.dumps(summary, indent=1))
+    if a.record:
+        record(a.record, summary, command=command_line("rlstack_mission.evaluate"), root=ROOT)
     return 0 if episodes and not missing and all(e["success"] for e in episodes) else 1
 
 

@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from rlstack_common.results_record import add_record_argument, command_line, record
 
 from rlstack_perception.noun_words import NOUN_RULE_MODES
 from rlstack_perception.semantic_map import FORMAT as MAP_FORMAT
@@ -308,6 +309,7 @@ def main(argv=None) -> int:
     ap.add_argument("--views", type=int, default=3)
     ap.add_argument("--scenes", default="home,panda_table")
     ap.add_argument("--json", default="")
+    add_record_argument(ap)
     ap.add_argument("--embedder", choices=("crop_cnn", "clip"), default="crop_cnn")
     ap.add_argument("--no-query-head", action="store_true", help="crop_cnn: cosine queries (the old query side)")
     ap.add_argument("--noun-words", nargs="?", const="full", default=None, choices=("off",) + NOUN_RULE_MODES,
@@ -337,6 +339,8 @@ def main(argv=None) -> int:
         if args.json:
             Path(args.json).parent.mkdir(parents=True, exist_ok=True)
             Path(args.json).write_text(json.dumps(res, indent=1) + "\n")
+        if args.record:
+            record(args.record, res, command=command_line("rlstack_perception.evaluate"))
         return 0
     layouts = tuple(range(args.first_layout, args.first_layout + args.layouts))
     noise = None
@@ -351,6 +355,8 @@ def main(argv=None) -> int:
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(text + "\n")
+    if args.record:
+        record(args.record, res, command=command_line("rlstack_perception.evaluate"))
     return 0
 
 
