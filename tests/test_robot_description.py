@@ -18,7 +18,9 @@ import importlib.util
 import sys
 
 import pytest
+from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
@@ -147,6 +149,42 @@ def test_frame_prefix_and_description_only(ros_processes, ros_probe):
                  for name in (i.node_name for i in ros_probe.node.get_publishers_info_by_topic(topic)
                               + ros_probe.node.get_subscriptions_info_by_topic(topic))}
     assert "rsp_description_only" not in endpoints, endpoints
+
+
+def test_hostile_joint_states_are_counted_and_the_node_goes_on(ros_processes, ros_probe):
+    from rlstack_testing.hostile import hostile_messages
+
+    rsp = ros_processes.start_node("rlstack_description", "robot_state_publisher")
+    pub = ros_probe.publisher("/joint_states", JointState)
+    tf_q = ros_probe.subscribe("/tf", TFMessage, qos=100)
+    diag_q = ros_probe.subscribe("/diagnostics", DiagnosticArray)
+    hostile = [m for _, m in hostile_messages(JointState)]
+    arm = JointState(name=["panda_joint1", "panda_joint2"], position=[float("nan"), 0.2])
+    hostile += [arm, JointState(name=["panda_joint1"], position=[0.1, 0.2])]
+    for msg in hostile:
+        pub.publish(msg)
+    good = JointState(name=["panda_joint4"], position=[-1.5])
+    good.header.stamp.sec = 12345
+    pub.publish(good)
+
+    def published_good():
+        return any(t.child_frame_id == "panda_link4" and t.header.stamp.sec == 12345
+                   for m in tf_q.pop_all() for t in m.transforms)
+
+    ros_probe.spin_until(published_good, 10, "the good message's transform on /tf")
+    counts = {}
+
+    def counted():
+        for m in diag_q.pop_all():
+            for st in m.status:
+                if st.name.startswith("robot_state_publisher"):
+                    counts.update({kv.key: kv.value for kv in st.values})
+        return {"rejected.length", "rejected.unknown_joint", "rejected.non_finite"} <= set(counts)
+
+    ros_probe.spin_until(counted, 10, "rejected counts on /diagnostics")
+    assert int(counts["rejected.non_finite"]) >= 1 and int(counts["rejected.length"]) >= 1
+    assert int(counts["joint_states_received"]) >= 3   # a burst past the queue depth (10) may lose some
+    assert rsp.alive(), rsp.tail()
 
 
 def test_bad_urdf_exits_with_one_line(ros_processes, tmp_path):

@@ -3,12 +3,15 @@
 Publishes: /robot_description (std_msgs/String, reliable, transient local, depth 1: latched, as
 upstream robot_state_publisher), /tf_static (each fixed joint, transient local, once at start) and
 /tf (each moving joint from /joint_states, stamped with the /joint_states stamp).
+/diagnostics (diagnostic_msgs/DiagnosticArray, status "robot_state_publisher: ...": messages
+received and published, ``rejected.<kind>`` counts).
 Subscribes: /joint_states (sensor_msgs/JointState).
 
 The kinematics are in :mod:`rlstack_description.kinematics` (no rclpy). A URDF that cannot be used
 stops the node at start with one error line naming the file (or parameter) and the problem, exit 2.
-Joint names in /joint_states that the URDF does not have, and positions that are not finite, are
-skipped and counted, with one warning per kind.
+Joint names in /joint_states that the URDF does not have, positions that are not finite and
+messages whose name and position arrays differ in length are skipped and counted (/diagnostics),
+with one warning per kind.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ import os
 import sys
 from typing import Dict, List, Optional
 
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import TransformStamped
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -80,6 +85,9 @@ class RobotStatePublisher(Node):
                 "publish_tf", True, "publish the links' transforms (/tf_static for fixed joints, /tf for moving "
                 "ones from /joint_states); false: only /robot_description, for a graph where another node "
                 "already publishes every link (the simulator bridge does)"),
+            "diagnostics_rate_hz": d(
+                "diagnostics_rate_hz", 1.0, "/diagnostics messages per second (steady clock) [Hz]",
+                min_value=0.1, max_value=100.0),
         }
         text: str = v["robot_description"]
         if text.strip():
@@ -94,6 +102,8 @@ class RobotStatePublisher(Node):
         self.publish_tf: bool = v["publish_tf"]
         self._last_ns: Dict[str, int] = {}
         self.rejected: Dict[str, int] = {}
+        self.received = 0
+        self.published = 0
 
         self.description_pub = self.create_publisher(String, "/robot_description", DESCRIPTION_QOS)
         self.description_pub.publish(String(data=text))
@@ -102,6 +112,10 @@ class RobotStatePublisher(Node):
             self.tf_static_pub = self.create_publisher(TFMessage, "/tf_static", TF_STATIC)
             self._publish_static()
             self.create_subscription(JointState, "/joint_states", self.on_joint_states, 10)
+        self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        # steady clock: diagnostics go out before the first /clock message too
+        self.create_timer(1.0 / v["diagnostics_rate_hz"], self.publish_diagnostics,
+                          clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.get_logger().info(
             f"robot '{self.model.name}': {len(self.model.links)} links, {len(self.model.fixed_joints)} fixed and "
             f"{len(self.model.moving_joints)} moving joints (from {self.model.source}); "
@@ -121,7 +135,21 @@ class RobotStatePublisher(Node):
         if self.rejected[kind] == 1:
             self.get_logger().warning(f"/joint_states: {detail} (skipped; warned once for this kind)")
 
+    def publish_diagnostics(self) -> None:
+        st = DiagnosticStatus(name=f"{self.get_name()}: robot state publisher", hardware_id=self.model.name)
+        st.level, st.message = DiagnosticStatus.OK, "ok"
+        if self.rejected:
+            st.level, st.message = DiagnosticStatus.WARN, "rejected /joint_states input"
+        values = {"links": len(self.model.links), "publish_tf": str(self.publish_tf).lower(),
+                  "joint_states_received": self.received, "tf_published": self.published,
+                  **{f"rejected.{k}": n for k, n in sorted(self.rejected.items())}}
+        st.values = [KeyValue(key=k, value=str(n)) for k, n in values.items()]
+        arr = DiagnosticArray(status=[st])
+        arr.header.stamp = self.get_clock().now().to_msg()
+        self.diag_pub.publish(arr)
+
     def on_joint_states(self, msg: JointState) -> None:
+        self.received += 1
         if len(msg.position) != len(msg.name):
             self._reject("length", f"{len(msg.name)} names but {len(msg.position)} positions")
             return
@@ -134,9 +162,10 @@ class RobotStatePublisher(Node):
         for name, value in zip(msg.name, msg.position):
             joint = self.model.joints.get(name)
             if joint is None or not joint.moving:
-                self._reject("unknown:" + name, f"joint '{name}' is no moving joint of the URDF")
+                shown = name if len(name) <= 60 else name[:60] + "..."
+                self._reject("unknown_joint", f"joint {shown!r} is no moving joint of the URDF")
             elif not math.isfinite(value):
-                self._reject("nonfinite", f"joint '{name}' position {value} is not finite")
+                self._reject("non_finite", f"joint '{name}' position {value} is not finite")
             else:
                 positions[name] = value
         values = self.model.resolve_positions(positions)
@@ -152,6 +181,7 @@ class RobotStatePublisher(Node):
                                              self.model.joint_transform(j, value), stamp))
         if transforms:
             self.tf_pub.publish(TFMessage(transforms=transforms))
+            self.published += 1
 
 
 def main(args: Optional[List[str]] = None) -> int:
