@@ -37,7 +37,7 @@ from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
 from rlstack_common import declare_parameter, run_node
-from rlstack_common.qos import TF_STATIC
+from rlstack_common.qos import TF_STATIC, sensor_subscription
 from rlstack_localization import last_pose
 from rlstack_localization.core import Localizer, LocalizerParams, State
 from rlstack_localization.node_core import CORE_PARAMS, LocalizerNodeCore, LocalizerOutputs  # noqa: F401
@@ -46,7 +46,6 @@ from rlstack_nav.transforms import stamp_s, tf_to_matrix
 
 LATCHED = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
-SENSOR = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=2, reliability=ReliabilityPolicy.RELIABLE)
 LEVELS = {State.OK: DiagnosticStatus.OK, State.DEGRADED: DiagnosticStatus.WARN,
           State.INITIALISING: DiagnosticStatus.WARN, State.LOST: DiagnosticStatus.ERROR}
 
@@ -128,8 +127,8 @@ class LocalizerNode(Node, LocalizerOutputs):
         self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.create_subscription(Odometry, odom_topic, self.on_odom, 50)
         self.create_subscription(TFMessage, "/tf_static", self.on_tf_static, TF_STATIC)
-        self.create_subscription(CameraInfo, info_topic, lambda m: self.core.set_camera(m.k), SENSOR)
-        self.create_subscription(Image, depth_topic, self.on_depth, SENSOR)
+        sensor_subscription(self, CameraInfo, info_topic, lambda m: self.core.set_camera(m.k))
+        sensor_subscription(self, Image, depth_topic, self.on_depth)
         self.create_subscription(PoseWithCovarianceStamped, "/initialpose", self.on_initial_pose, 10)
         self.create_timer(1.0 / publish_rate, self.transform, clock=self.steady)
         self.create_timer(1.0 / diag_rate, self.publish_diagnostics, clock=self.steady)
@@ -149,7 +148,7 @@ class LocalizerNode(Node, LocalizerOutputs):
         for t in msg.transforms:
             try:
                 matrix = tf_to_matrix(t.transform)
-            except ValueError as exc:   # NaN, a zero quaternion: counted, never stored (issue 20's fuzzing)
+            except ValueError as exc:   # NaN, a zero quaternion: counted, never stored (found by fuzzing)
                 self.core.reject("tf_static", "invalid", f"{t.header.frame_id} -> {t.child_frame_id}: {exc}")
                 continue
             self.core.static_transform(t.header.frame_id, t.child_frame_id, matrix)

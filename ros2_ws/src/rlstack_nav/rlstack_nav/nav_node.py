@@ -46,7 +46,7 @@ from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
 from rlstack_common import declare_parameter, run_node
-from rlstack_common.qos import TF_STATIC
+from rlstack_common.qos import TF_STATIC, sensor_subscription
 from rlstack_interfaces.action import NavigateTo
 from rlstack_nav.map_io import MapFormatError, load_map
 from rlstack_nav.nav_core import NavCore, NavOutputs
@@ -56,7 +56,6 @@ from rlstack_nav.transforms import stamp_s, tf_to_matrix
 
 LATCHED = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
-SENSOR = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=2, reliability=ReliabilityPolicy.RELIABLE)
 
 
 def _quat(q):
@@ -112,9 +111,9 @@ class NavController(Node, NavOutputs):
             self.create_subscription(String, values["localization_state_topic"],
                                      lambda m: self.core.set_localization_state(m.data), LATCHED)
         if values["use_depth"]:
-            self.create_subscription(CameraInfo, values["camera_info_topic"],
-                                     lambda m: self.core.set_camera(m.k, m.width, m.height), SENSOR)
-            self.create_subscription(Image, values["depth_topic"], self.on_depth, SENSOR)
+            sensor_subscription(self, CameraInfo, values["camera_info_topic"],
+                                lambda m: self.core.set_camera(m.k, m.width, m.height))
+            sensor_subscription(self, Image, values["depth_topic"], self.on_depth)
 
         self.action = ActionServer(self, NavigateTo, "navigate_to", execute_callback=self.execute,
                                    goal_callback=lambda _goal: GoalResponse.ACCEPT,
@@ -174,7 +173,7 @@ class NavController(Node, NavOutputs):
         for t in msg.transforms:
             try:
                 matrix = tf_to_matrix(t.transform)
-            except ValueError as exc:   # NaN, a zero quaternion: counted, never stored (issue 20's fuzzing)
+            except ValueError as exc:   # NaN, a zero quaternion: counted, never stored (found by fuzzing)
                 self.core.reject("tf_static", f"{t.header.frame_id} -> {t.child_frame_id}: {exc}")
                 continue
             self.core.static_transform(t.header.frame_id, t.child_frame_id, matrix)

@@ -29,7 +29,7 @@ from sensor_msgs.msg import CameraInfo, Image
 from tf2_msgs.msg import TFMessage
 
 from rlstack_common import declare_parameter, run_node
-from rlstack_common.qos import TF_STATIC
+from rlstack_common.qos import TF_STATIC, sensor_subscription
 from rlstack_interfaces.srv import EstimateGraspPose
 from rlstack_perception.frame import Frame, FrameError
 from rlstack_perception.grasp_pose import BAD_INPUT, GraspPoseConfig, estimate_grasp_pose, fuse_estimates, in_frame
@@ -81,8 +81,8 @@ class GraspPoseNode(Node):
         self.info: Optional[CameraInfo] = None
         self.frames: deque = deque(maxlen=self.keep)
         self.counts: Counter = Counter()
-        self.create_subscription(Image, depth_topic, self._on_depth, 2)
-        self.create_subscription(CameraInfo, info_topic, self._on_info, 2)
+        sensor_subscription(self, Image, depth_topic, self._on_depth)
+        sensor_subscription(self, CameraInfo, info_topic, self._on_info)
         self.create_subscription(TFMessage, "/tf", lambda m: self._on_tf(m, False), 100)
         self.create_subscription(TFMessage, "/tf_static", lambda m: self._on_tf(m, True), TF_STATIC)
         self.create_service(EstimateGraspPose, "~/estimate", self._estimate)

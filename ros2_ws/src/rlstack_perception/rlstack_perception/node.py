@@ -21,22 +21,19 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Point
 from rclpy.node import Node
-from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image
 from std_srvs.srv import Trigger
 from tf2_msgs.msg import TFMessage
 from visualization_msgs.msg import Marker, MarkerArray
 
 from rlstack_common import declare_parameter, run_node
-from rlstack_common.qos import TF_STATIC
+from rlstack_common.qos import TF_STATIC, sensor_subscription
 from rlstack_interfaces.msg import ObjectMatch, SemanticMap, SemanticObject
 from rlstack_interfaces.srv import QueryObjects
 from rlstack_perception.frame import Frame, FrameError
 from rlstack_perception.semantic_map import CorruptMapFile, MapConfig
 from rlstack_perception.segment import FilterConfig
 from rlstack_perception.tf_buffer import TfBuffer, TransformNotYet
-
-IMAGE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=2, reliability=ReliabilityPolicy.RELIABLE)
 
 
 def secs(stamp) -> float:
@@ -184,10 +181,9 @@ class SemanticMapNode(Node):
         self.map_pub = self.create_publisher(SemanticMap, "semantic_map", 1)
         self.marker_pub = self.create_publisher(MarkerArray, "semantic_map/markers", 1)
         self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        self.create_subscription(Image, self.rgb_topic, lambda m: self._image(m, self.rgb_msgs, "rgb"), IMAGE_QOS)
-        self.create_subscription(Image, self.depth_topic, lambda m: self._image(m, self.depth_msgs, "depth"),
-                                 IMAGE_QOS)
-        self.create_subscription(CameraInfo, self.info_topic, self._info, 10)
+        sensor_subscription(self, Image, self.rgb_topic, lambda m: self._image(m, self.rgb_msgs, "rgb"))
+        sensor_subscription(self, Image, self.depth_topic, lambda m: self._image(m, self.depth_msgs, "depth"))
+        sensor_subscription(self, CameraInfo, self.info_topic, self._info)
         self.create_subscription(TFMessage, "/tf", lambda m: self._tf(m, False), 100)
         self.create_subscription(TFMessage, "/tf_static", lambda m: self._tf(m, True), TF_STATIC)
         self.create_service(QueryObjects, "~/query", self._query)

@@ -39,7 +39,10 @@ from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
 
 from rlstack_common import declare_parameter, run_node
+from rlstack_common.qos import sensor_subscription
 from rlstack_policy import core, runner
+
+CAMERA_TYPES = ("Image", "CompressedImage", "CameraInfo")
 
 TRIGGERS = ("timer", "message")
 
@@ -165,7 +168,10 @@ class PolicyNode(LifecycleNode):
         qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         for topic, typ in loaded.obs_plan.topics.items():
             cls = core.message_class(typ)
-            self._subs[topic] = self.create_subscription(cls, topic, lambda msg, t=topic: self._on_obs(t, msg), qos)
+            callback = lambda msg, t=topic: self._on_obs(t, msg)  # noqa: E731
+            # camera terms (Image, CompressedImage, CameraInfo): best effort, as camera drivers publish
+            self._subs[topic] = (sensor_subscription(self, cls, topic, callback) if typ.split("/")[-1] in CAMERA_TYPES
+                                 else self.create_subscription(cls, topic, callback, qos))
             self._wired_obs[topic] = typ
         for topic, typ in loaded.act_plan.topics.items():
             cls = core.message_class(typ)
