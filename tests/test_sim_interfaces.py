@@ -178,3 +178,53 @@ def test_realtime_bridge_steps_only_while_paused(ros_processes, ros_probe, param
     assert "cart" in entities
     refused_delete = std(DeleteEntity, "delete_entity", entity="cart").result
     assert refused_delete.result == Result.RESULT_OPERATION_FAILED and "robot" in refused_delete.error_message
+
+
+def test_lockstep_env_trains_through_the_standard_services_only(ros_processes, params_dir, ros_domain_id):
+    """LockstepEnv(transport='standard'): ResetSimulation, StepSimulation and the topics only. The
+    bridge's n-th standard reset uses seed + n, so its episodes equal the in-process env's episodes
+    of those seeds (observations within 1e-5, rewards and ends exactly); then PPO trains a few
+    hundred steps through it."""
+    import gymnasium as gym
+    import numpy as np
+    import rclpy
+    from stable_baselines3 import PPO
+
+    import rlstack_learning  # noqa: F401  (registers the envs)
+    from rlstack_learning.ros.lockstep_env import LockstepEnv
+
+    seed = 4242
+    start_bridge(ros_processes, params_dir, scene="cartpole", mode="lockstep", camera_enabled=False, seed=seed,
+                 control_rate_hz=60.0, publish_rate_hz=60.0, ground_truth_rate_hz=60.0)
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=ros_domain_id)
+    node = rclpy.create_node("standard_client", context=ctx)
+    env = LockstepEnv("RlStack/CartPole-v0", node, transport="standard", timeout_s=20.0)
+    local = gym.make("RlStack/CartPole-v0").unwrapped
+    try:
+        rng, worst, compared = np.random.default_rng(3), 0.0, 0
+        for k in range(2):
+            o_std, info = env.reset(seed=123)   # the seed cannot travel through the standard
+            assert info["episode_seed"] is None
+            o_loc, _ = local.reset(seed=seed + k)
+            worst = max(worst, float(np.max(np.abs(o_std - o_loc))))
+            for _ in range(120):
+                a = rng.uniform(-1, 1, 1).astype(np.float32)
+                o_std, r_std, te_std, tr_std, _ = env.step(a)
+                o_loc, r_loc, te_loc, tr_loc, _ = local.step(a)
+                worst, compared = max(worst, float(np.max(np.abs(o_std - o_loc)))), compared + 1
+                assert r_std == r_loc and (te_std, tr_std) == (te_loc, tr_loc)
+                if te_std or tr_std:
+                    break
+        assert worst <= 1e-5 and compared > 40, (worst, compared)
+        model = PPO("MlpPolicy", env, n_steps=128, batch_size=64, n_epochs=1, seed=0, device="cpu")
+        model.learn(total_timesteps=384)
+        assert model.num_timesteps >= 384
+        obs, _ = env.reset()
+        action, _ = model.predict(obs, deterministic=True)
+        assert env.action_space.contains(action)
+    finally:
+        env.close()
+        local.close()
+        node.destroy_node()
+        rclpy.shutdown(context=ctx)

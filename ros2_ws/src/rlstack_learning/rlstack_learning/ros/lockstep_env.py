@@ -30,6 +30,24 @@ nothing for this client (it builds only the streams that have subscribers). ``ve
 apply (the command cannot be late). The default ``transport="topics"`` trains on the
 deployment topics themselves, as described above.
 
+``transport="standard"`` uses only the ROS 2 standard simulation interface (``simulation_interfaces``,
+which Gazebo and Isaac Sim serve too) and the deployment topics: ``ResetSimulation`` and
+``StepSimulation`` under ``services`` (default: the bridge's name; ``/`` for services at the root, as
+Isaac Sim names them; ``/gzserver`` for Gazebo), commands and observations on the topics. The
+standard has no command counter, so nothing confirms that a command reached the simulator before
+the step it was meant for: the env publishes it, then calls ``StepSimulation`` at once, and a bridge
+that takes ready subscriptions before services (ours: its fast lane and the executor both do)
+applies it first once it has arrived. On one machine over shared memory the message comes first
+in practice (tests/test_sim_interfaces.py compares every step with the in-process env, exactly);
+across machines a command may be a step late, as for any client of the standard alone. (Waiting for
+the subscription's acknowledgement, ``Publisher.wait_for_all_acked``, took over 2 s per message
+here: not an option per step.) The standard cannot
+choose a reset's seed: ``reset(seed=s)`` does not set the simulator's seed (``info["episode_seed"]``
+is ``None``; our bridge draws its ``seed`` parameter + n for its n-th standard reset). The
+observation after a step is the one stamped one control period after the previous one. Slower than
+``request`` (two messages and an acknowledgement per step besides the call); the default stays
+``topics``.
+
 Observations stamped with the post-step sim time (``transport="topics"``): every observation topic's newest
 message must carry ``response.sim_time`` (bounded by ``timeout_s``). The bridge must
 publish them every control step: ``publish_rate_hz`` >= and ``ground_truth_rate_hz`` ==
@@ -120,7 +138,8 @@ class LockstepEnv(gym.Env):
     def __init__(self, task: Union[str, type], node, executor=None, bridge: str = "/sim_bridge",
                  verify: str = "before", timeout_s: float = 10.0, sync_timeout_s: float = 2.0,
                  discovery_timeout_s: float = 30.0, randomize: Any = False,
-                 should_stop: Optional[Callable[[], bool]] = None, transport: str = "topics") -> None:
+                 should_stop: Optional[Callable[[], bool]] = None, transport: str = "topics",
+                 services: Optional[str] = None) -> None:
         super().__init__()
         self.should_stop = should_stop or (lambda: False)
         from rclpy.qos import qos_profile_system_default
@@ -132,8 +151,8 @@ class LockstepEnv(gym.Env):
             raise ValueError("domain randomisation is not available over ROS (masses/friction need the simulator)")
         if verify not in ("before", "after"):
             raise ValueError(f"verify must be 'before' or 'after', got {verify!r}")
-        if transport not in ("topics", "request"):
-            raise ValueError(f"transport must be 'topics' or 'request', got {transport!r}")
+        if transport not in ("topics", "request", "standard"):
+            raise ValueError(f"transport must be 'topics', 'request' or 'standard', got {transport!r}")
         self.transport = transport
         self.task_cls = cls
         self.node = node
@@ -159,7 +178,7 @@ class LockstepEnv(gym.Env):
         self._marker_topics: Dict[str, str] = {}
         self._classes = {topic: _msg_class(t) for topic, t in self.writer.topics.items()}
         self._pubs: Dict[str, Any] = {}
-        if transport == "topics":
+        if transport in ("topics", "standard"):
             self._subs = [node.create_subscription(_msg_class(t), topic, self._store(topic), 10)
                           for topic, t in self.reader.topic_types.items()]
             for topic in self.reader.pose_topics:  # object names of a PoseArray: MarkerArray ns, same order
@@ -172,8 +191,19 @@ class LockstepEnv(gym.Env):
         unknown = [t for t, ty in self.reader.topic_types.items() if ty not in (JOINT_STATE, POSE_ARRAY)]
         if transport == "request" and unknown:
             raise ValueError(f"transport 'request' reads joint states and object poses only, not {unknown}")
-        self._step_cli = DirectClient(node, SimStep, f"{bridge}/step", qos_profile=qos_profile_system_default)
-        self._reset_cli = node.create_client(ResetSim, f"{bridge}/reset", qos_profile=qos_profile_system_default)
+        if transport == "standard":
+            from simulation_interfaces.srv import ResetSimulation, StepSimulation
+
+            prefix = bridge if services is None else services
+            base = "" if prefix == "/" else prefix.rstrip("/")
+            self._step_cli = DirectClient(node, StepSimulation, f"{base}/step_simulation",
+                                          qos_profile=qos_profile_system_default)
+            self._reset_cli = node.create_client(ResetSimulation, f"{base}/reset_simulation",
+                                                 qos_profile=qos_profile_system_default)
+            self._StepSimulation, self._ResetSimulation = StepSimulation, ResetSimulation
+        else:
+            self._step_cli = DirectClient(node, SimStep, f"{bridge}/step", qos_profile=qos_profile_system_default)
+            self._reset_cli = node.create_client(ResetSim, f"{bridge}/reset", qos_profile=qos_profile_system_default)
         self._SimStep, self._ResetSim = SimStep, ResetSim
 
         self.published = 0
@@ -237,12 +267,20 @@ class LockstepEnv(gym.Env):
                 self._latest[topic] = SimpleNamespace(poses=r.object_poses, header=r.joint_state.header)
                 self._names[topic] = list(r.object_names)
 
-    def _wait_obs(self, target_ns: int, what: str) -> None:
+    def _wait_obs(self, target_ns: Optional[int], what: str, tol_ns: int = 0) -> None:
+        """Wait until every observation topic's newest message is stamped ``target_ns`` (within
+        ``tol_ns``); ``None``: any one stamp that all of them share."""
         topics = list(self.reader.topic_types)
 
+        def stamped(t):
+            if t not in self._latest:
+                return False
+            if target_ns is None:
+                return message_stamp_ns(self._latest[t]) == message_stamp_ns(self._latest[topics[0]])
+            return abs(message_stamp_ns(self._latest[t]) - target_ns) <= tol_ns
+
         def ready():
-            return all(t in self._latest and message_stamp_ns(self._latest[t]) == target_ns for t in topics) and \
-                all(p in self._names for p in self.reader.pose_topics)
+            return all(stamped(t) for t in topics) and all(p in self._names for p in self.reader.pose_topics)
         try:
             self._spin_until(ready, self.timeout_s, what)
         except LockstepInterrupted:
@@ -266,6 +304,8 @@ class LockstepEnv(gym.Env):
         episode_seed = int(seed) if seed is not None else int(self.np_random.integers(0, TRAIN_SEED_LIMIT))
         self.episode_seed = episode_seed
         self._latest.clear()
+        if self.transport == "standard":
+            return self._reset_standard(seed, options)
         r = self._call(self._reset_cli, self._ResetSim.Request(seed=episode_seed, scene=self.task_cls.scene),
                        "the bridge's reset service")
         if not r.success:
@@ -290,9 +330,42 @@ class LockstepEnv(gym.Env):
         self.steps = 0
         return self._observe(self._raw()), {"episode_seed": episode_seed, "randomization": {}}
 
+    def _reset_standard(self, seed, options):
+        """ResetSimulation, then the observation the bridge publishes on reset (one shared stamp)."""
+        self.episode_seed = None   # the standard's reset takes no seed
+        r = self._call(self._reset_cli, self._ResetSimulation.Request(), "the simulator's reset_simulation service")
+        if r.result.result != 1:   # simulation_interfaces/msg/Result.RESULT_OK
+            raise LockstepError(f"reset_simulation refused ({r.result.result}): {r.result.error_message}")
+        self.task.sim_free_episode_start()
+        try:
+            self._wait_obs(None, "the observation after reset_simulation")
+        except LockstepError:
+            if time.monotonic() - self._discovered_at > self._discovery_timeout:
+                raise
+            return self.reset(seed=seed, options=options)   # discovery still settling: reset again
+        self._sim_ns = message_stamp_ns(self._latest[next(iter(self.reader.topic_types))])
+        self.reader.reset()
+        self.steps = 0
+        return self._observe(self._raw()), {"episode_seed": None, "randomization": {}}
+
+    def _step_standard(self, command):
+        """Publish the command, StepSimulation(1), then the observation stamped one control period later."""
+        for topic, msg in self.writer.messages(command, self._classes).items():
+            self._pubs[topic].publish(msg)
+            self.published += 1
+        r = direct_call(self._step_cli, self._StepSimulation.Request(steps=1), self.timeout_s, self.should_stop,
+                        "the response of the simulator's step_simulation service")
+        if r.result.result != 1:
+            raise LockstepError(f"step_simulation refused ({r.result.result}): {r.result.error_message}")
+        self._wait_obs(self._sim_ns + self.period_ns, "the observation one control period after the last", tol_ns=1)
+        self._sim_ns = message_stamp_ns(self._latest[next(iter(self.reader.topic_types))])
+
     def step(self, action):
         command = self.task.action_to_command(action)
         late = False
+        if self.transport == "standard":
+            self._step_standard(command)
+            return self._finish_step(command, late)
         if self.transport == "request":  # the command in the request: applied before the step, never late
             self.published += len(self._req_topics)
             r = self._step_call(1, command)
@@ -330,6 +403,9 @@ class LockstepEnv(gym.Env):
             self._take_response(r)
         else:
             self._wait_obs(target, "the observation stamped with the post-step sim time")
+        return self._finish_step(command, late)
+
+    def _finish_step(self, command, late: bool):
         self.steps += 1
         raw = self._raw()
         reward, terminated, info = self.task._reward_terminated(raw, command)

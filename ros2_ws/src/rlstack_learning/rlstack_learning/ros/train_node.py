@@ -64,8 +64,10 @@ class TrainNode(Node):
         self.batch_bridge = d("batch_bridge", "", "A batch_bridge node (all envs in one process, one round trip per "
                               "batch step; num_envs = its num_envs); empty: one env per entry of bridges")
         self.transport = d("transport", "topics", "Single bridges: topics (commands and observations on the "
-                           "deployment topics) or request (both in the step service call: one round trip, faster)",
-                           constraints="one of: topics, request")
+                           "deployment topics), request (both in the step service call: one round trip, faster) "
+                           "or standard (only the ROS 2 standard simulation services, reset_simulation and "
+                           "step_simulation under each bridge's name, and the topics: any simulator that "
+                           "speaks simulation_interfaces)", constraints="one of: topics, request, standard")
         self.verify = d("verify", "before", "Command ordering check: before (steps=0 sync, exact) or after "
                         "(one call, late commands counted)", constraints="one of: before, after")
         self.timeout_s = d("timeout_s", 10.0, "Longest wait for a service answer or an observation, s",
@@ -80,8 +82,8 @@ class TrainNode(Node):
         self.show_progress = d("progress_bar", False, "Also show the tqdm/rich progress bar on stdout")
         if self.verify not in ("before", "after"):
             raise ConfigError(f"verify must be 'before' or 'after', got {self.verify!r}")
-        if self.transport not in ("topics", "request"):
-            raise ConfigError(f"transport must be 'topics' or 'request', got {self.transport!r}")
+        if self.transport not in ("topics", "request", "standard"):
+            raise ConfigError(f"transport must be 'topics', 'request' or 'standard', got {self.transport!r}")
         qos = rclpy.qos.QoSProfile(depth=100, reliability=rclpy.qos.ReliabilityPolicy.RELIABLE,
                                    durability=rclpy.qos.DurabilityPolicy.TRANSIENT_LOCAL)
         self.progress_pub = self.create_publisher(String, "~/progress", qos)
