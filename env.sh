@@ -42,7 +42,7 @@ export FASTDDS_DEFAULT_PROFILES_FILE="$RLSTACK_ROOT/config/fastdds_shm_only.xml"
 # With Fast DDS the SHM-only profile already confines discovery and data to this host.
 # ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST would make rmw_fastrtps replace the profile's
 # transports with UDPv4 + SHM and open UDP sockets bound to 0.0.0.0 (measured:
-# docs/reference/middleware.md), so for Fast DDS we leave transport choice to the profile. Any
+# docs/reference/middleware.md), so for Fast DDS the profile chooses the transports. Any
 # other RMW gets LOCALHOST, its documented way to stay on this machine.
 if [ "$RMW_IMPLEMENTATION" = rmw_fastrtps_cpp ]; then
   export ROS_AUTOMATIC_DISCOVERY_RANGE="${RLSTACK_DISCOVERY_RANGE:-SYSTEM_DEFAULT}"

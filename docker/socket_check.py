@@ -1,4 +1,4 @@
-"""``make docker-sockets``: the Docker graph opens no TCP or UDP socket (issue 20, middleware).
+"""``make docker-sockets``: the Docker graph opens no TCP or UDP socket (middleware).
 
 The robot graph runs in the robot image, as on the robot's computer (``rlstack:robot``,
 ``fetch.launch.yaml sim:=false use_sim_time:=true``, host network and IPC as in

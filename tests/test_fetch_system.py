@@ -211,8 +211,8 @@ def test_object_not_found_after_exploring(graph):
 
 def test_send_fetch_cli_prints_feedback_and_exits_with_the_result_code(graph):
     """``python -m rlstack_mission.send_fetch`` as a user runs it: feedback lines while the mission
-    works, the result as JSON, exit status 1 for a fetch that ended other than SUCCEEDED (it hung
-    for ever before: issue 24)."""
+    works, the result as JSON, exit status 1 for a fetch that ended other than SUCCEEDED (never a
+    hang)."""
     graph.set_mission(explore_waypoints=[0.0, 0.0, 0.0], look_around_yaws=2, support_looks=False)
     try:
         graph.harness.apply(graph.harness.layout(1, HOME_MAP))

@@ -1,4 +1,4 @@
-"""Every subscriber and service of the robot-side fetch graph under hostile input (issue 20).
+"""Every subscriber and service of the robot-side fetch graph under hostile input.
 
 The robot side of ``launch/fetch.launch.yaml`` (``sim:=false``: localizer, semantic_map,
 nav_controller, policy_node, grasp_pose, mission) runs as real processes. The lift controller is

@@ -84,7 +84,7 @@ def _params(launch_file, args, node):
 
 @pytest.mark.parametrize("args", [{}, {"robot_mode": "false"}], ids=["robot_mode", "ground_truth_ablation"])
 def test_the_fetch_graph_has_depth_noise_on_by_default(args):
-    """A robot's camera is not exact (issue 14): the fetch graph's bridge publishes noisy depth unless
+    """A robot's camera is not exact: the fetch graph's bridge publishes noisy depth unless
     asked not to, and navigation widens its floor and wall thresholds to match. The ablation keeps
     the noise, so that it differs from robot mode only in where the grasp pose comes from."""
     assert _params("fetch.launch.yaml", args, "sim_bridge")["depth_noise"] == "true"
@@ -99,7 +99,7 @@ def test_the_fetch_graph_has_depth_noise_on_by_default(args):
 
 @pytest.mark.parametrize("args", [{}, {"robot_mode": "false"}], ids=["robot_mode", "ground_truth_ablation"])
 def test_the_fetch_graph_runs_with_drifting_odometry_and_the_localiser_by_default(args):
-    """A robot's odometry drifts (issue 15): by default the bridge integrates /odom from the wheels
+    """A robot's odometry drifts: by default the bridge integrates /odom from the wheels
     with drift, the localiser publishes map -> odom, navigation reads it from /tf instead of
     publishing an identity, and the semantic map stores positions in map (odom slides away from the
     world). localization:=false gives the sim's exact odometry and navigation's identity map -> odom."""
@@ -117,7 +117,7 @@ def test_the_fetch_graph_runs_with_drifting_odometry_and_the_localiser_by_defaul
 
 
 def test_the_fetch_graph_takes_the_simulator_backend():
-    """Issue 16: backend:=mujoco runs the same fetch graph on MuJoCo (the bridge's home scene on the
+    """``backend:=mujoco`` runs the same fetch graph on MuJoCo (the bridge's home scene on the
     other engine); PyBullet stays the default. The evaluator's --backend passes it through."""
     assert _params("fetch.launch.yaml", {}, "sim_bridge")["backend"] == "pybullet"
     assert _params("fetch.launch.yaml", {"backend": "mujoco"}, "sim_bridge")["backend"] == "mujoco"
@@ -129,7 +129,7 @@ def test_the_fetch_graph_takes_the_simulator_backend():
 
 
 def test_the_fetch_graph_takes_the_scene_and_other_kinds_run_on_home_kinds():
-    """Issue 23: fetch.launch.yaml scene:=home_kinds (home's rooms and objects, one object of every
+    """``fetch.launch.yaml scene:=home_kinds`` (home's rooms and objects, one object of every
     other kind); the evaluator's --kind lego runs the graph there, a cube stays in home."""
     import argparse
 

@@ -8,7 +8,7 @@ the terminal does under ``ros2 launch`` -- SIGINT to the runner *and* to every n
 while the graph is busy (cameras rendering, a goal being driven, a fetch running, training),
 and check that every node exits with code 0 and that nothing printed a traceback or a FATAL log.
 
-Regressions these catch (issue 24): the bridge died with ``[FATAL] Exception in 'timers'
+Regressions these catch: the bridge died with ``[FATAL] Exception in 'timers'
 callback`` from inside ``getCameraImage`` and then published on an invalid context; the
 semantic map exited 1 with ``ValueError: Requested logging filters cannot be changed between
 calls`` (``logger.warn`` with and without throttling shares one call site in rclpy).

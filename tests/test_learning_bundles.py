@@ -27,7 +27,7 @@ def test_shipped_bundle(name):
     cfg_path = REPO / "config" / "train" / f"{b.provenance['task']}.yaml"
     # a bundle trained outside the train CLI (the pixel policy's DAgger) states its bar in evaluation.yaml
     cfg = yaml.safe_load(open(cfg_path)) if cfg_path.exists() else {k: ev[k] for k in ("card_bar", "success_floor")}
-    # 0.99 unless the task's config sets another bar (the robot-mode lift: 0.95, issue 14's bar)
+    # 0.99 unless the task's config sets another bar (the robot-mode lift: 0.95)
     bar = cfg.get("card_bar", 0.99)
     assert ev["episodes"] >= 100 and ev["nominal"]["success_rate"] >= bar, "model card claims are below the bar"
     floor = cfg.get("success_floor", 0.9)

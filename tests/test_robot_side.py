@@ -1,4 +1,4 @@
-"""The robot side runs without the workstation side (issue 22).
+"""The robot side runs without the workstation side.
 
 A robot's computer runs perception, navigation, the policy node and the mission with the
 robot-side install (``make setup ROBOT=1``, requirements/robot.txt): no torch, Stable-Baselines3,

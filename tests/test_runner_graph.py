@@ -66,7 +66,7 @@ def _inode(path) -> int:
 
 def test_runner_removes_the_shared_memory_a_killed_node_left(ros_processes, ros_probe):
     """A SIGKILLed node cannot remove its Fast DDS segment (~17 MB of RAM in /dev/shm); the runner
-    does, and leaves the living processes' segments alone (issue 20)."""
+    does, and leaves the living processes' segments alone."""
     runner = ros_processes.start_graph(SMOKE)
     ros_probe.wait_for_node("smoke_talker", "/smoke", timeout=30)
     talker_pid = _child_pid(runner, "smoke_talker")

@@ -144,7 +144,7 @@ def test_cmd_vel_drives_home_odom_and_tf_follow_then_watchdog_stops(ros_processe
 
 @pytest.mark.parametrize("backend", ["pybullet", "mujoco"])
 def test_camera_frames_camera_info_static_tf_clock_and_ground_truth(ros_processes, ros_probe, params_dir, backend):
-    """The home scene's topics, on either engine (issue 16: the fetch graph runs on MuJoCo too)."""
+    """The home scene's topics, on either engine (the fetch graph runs on MuJoCo too)."""
     start_bridge(ros_processes, params_dir, scene="home", backend=backend, mode="realtime", camera_rate_hz=10.0)
     rgb_q = ros_probe.subscribe("/head_camera/image_raw", Image)
     depth_q = ros_probe.subscribe("/head_camera/depth/image_raw", Image)

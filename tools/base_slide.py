@@ -12,7 +12,7 @@
         --object red_cube 2.550 -1.966 0.525 -102
 
 Why: the fetch graph's held grasp target is ~1 cm off the object along the robot's x with drifting
-wheel odometry and ~1 mm with exact odometry (docs/reference/mission.md, issue 23). ``lifts`` shows where that
+wheel odometry and ~1 mm with exact odometry (docs/reference/mission.md). ``lifts`` shows where that
 comes from: after docking, while the arm goes to the look pose and back, the true base moves several
 millimetres forward and turns 2-3 deg while the wheels report under a millimetre. A target held in
 ``odom`` cannot see that. ``replay`` applies the recorded commands to a fresh in-process simulator

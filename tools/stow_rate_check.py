@@ -2,7 +2,7 @@
 """Lift, then stow the arm to the carry pose as the fetch mission does, with the bridge's control
 rate above the commands' rate, in process: ``python tools/stow_rate_check.py --backend mujoco``.
 
-Why (issue 16): in the fetch graph on MuJoCo the cube left the closed fingers during the stow. The
+Why: in the fetch graph on MuJoCo the cube left the closed fingers during the stow. The
 graph's bridge runs at 60 Hz (``launch/params/sim_bridge.yaml``) while the lift policy and the
 mission command the arm at 20 Hz, and a backend moves the arm through each end-effector step
 within one *control* period: 1.5 cm in 16.7 ms, then still for 33 ms. In-process training and the

@@ -163,7 +163,7 @@ def test_home_rejects_unknown_arm_visual():
 
 @pytest.mark.parametrize("scene, count", [("home", 12), ("home_kinds", 30)])
 def test_home_places_the_objects_alike_on_both_engines(scene, count):
-    """Issue 16: the same seed lays the home scene's objects out identically on PyBullet and
+    """The same seed lays the home scene's objects out identically on PyBullet and
     MuJoCo (the spec's sampler on the same generator), so an evaluation layout means one thing;
     home_kinds puts home's twelve where home does, and its other objects stay put once settled."""
     from sim_bridges import make_backend

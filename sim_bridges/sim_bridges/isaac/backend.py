@@ -13,7 +13,7 @@ Run it inside Isaac Sim's Python through :mod:`sim_bridges.isaac.launcher`, whic
 ``SimulationApp`` (headless) before any other Isaac import and then the bridge node.
 
 Not written: end-effector deltas (no IK here; Isaac's Lula kinematics solver needs a robot
-description file we do not have) -> ``NotSupported``; ``gripper_contacts`` (empty list).
+description file the project does not have) -> ``NotSupported``; ``gripper_contacts`` (empty list).
 """
 
 from __future__ import annotations

@@ -393,7 +393,7 @@ class MuJoCoBackend(SimBackend):
                             geom.condim = 1
                             geom.priority = 1
         # URDF visuals come with group 1 collisions off; MuJoCo compiles URDF collision geoms as
-        # contype/conaffinity 1 and visuals as 0/0, which is what we want.
+        # contype/conaffinity 1 and visuals as 0/0, which is what the scene needs.
         if spec.ground_plane:
             ms.worldbody.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 1],
                                   rgba=[0.8, 0.8, 0.8, 1])

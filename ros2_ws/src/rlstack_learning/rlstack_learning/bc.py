@@ -2,7 +2,8 @@
 
 Why not RL from scratch for lift: on the 2-core machine the Panda env runs ~450 steps/s
 and SAC does ~50 gradient updates/s, so a sparse-reward grasp-and-hold needs hours to
-days. The scripted expert (``envs/lift.py: scripted_expert``) succeeds 100/100, so we
+days. The scripted expert (``envs/lift.py: scripted_expert``) succeeds 100/100, so the
+lift is trained by behaviour cloning:
 
 1. collect demonstrations from the expert, with DART-style action noise on the executed
    arm motion (the *label* is always the clean expert action) so the data covers small

@@ -1,7 +1,7 @@
 """The ``algo: bc`` hyperparameters (``hyperparams.bc``): schema, defaults, check, and the scripted
 experts by name. Kept apart from :mod:`rlstack_learning.bc` so that the config validator
 (:mod:`rlstack_learning.config`) checks a BC config without importing the trainer (which imports
-the checkpoints, which import the config: an import cycle before issue 22).
+the checkpoints, which import the config: an import cycle otherwise).
 """
 
 from __future__ import annotations

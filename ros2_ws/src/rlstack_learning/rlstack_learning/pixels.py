@@ -405,7 +405,7 @@ def finish(bundle: str, episodes: int, jobs: int = 2) -> Dict[str, Any]:
           "criterion": "ball kept on the plate for the whole 10 s episode (300 steps at 30 Hz)",
           "policy": "policy.onnx through onnxruntime, images rendered and preprocessed as the policy node does",
           "wall_time_s": round(time.perf_counter() - t0, 1),
-          "card_bar": 0.95, "success_floor": 0.8}   # issue 19's bar; tests/test_learning_bundles.py replays 5 seeds
+          "card_bar": 0.95, "success_floor": 0.8}   # the bar of a shipped pixel bundle; tests/test_learning_bundles.py replays 5 seeds
     with open(os.path.join(bundle, "evaluation.yaml"), "w") as f:
         yaml.safe_dump(ev, f, sort_keys=False, width=110)
     with open(os.path.join(bundle, "provenance.yaml")) as f:

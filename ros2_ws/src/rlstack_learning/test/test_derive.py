@@ -94,9 +94,9 @@ def test_entry_points_match_envs():
 
 
 def test_package_registers_the_tasks_on_import():
-    """Issue 22: the bundle modules moved to rlstack_bundle (whose own tests check that it imports
-    nothing heavy), so this package needs no import hook any more: importing it registers every
-    task with Gymnasium, still without importing sim_bridges or torch (entry points are strings)."""
+    """The bundle modules live in rlstack_bundle (whose own tests check that it imports
+    nothing heavy), so this package needs no import hook: importing it registers every
+    task with Gymnasium without importing sim_bridges or torch (entry points are strings)."""
     code = (
         "import sys\n"
         "import rlstack_learning\n"

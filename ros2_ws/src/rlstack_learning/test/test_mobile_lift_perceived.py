@@ -1,4 +1,4 @@
-"""RlStack/MobileLiftPerceived-v0: the mobile lift in robot mode (issue 14).
+"""RlStack/MobileLiftPerceived-v0: the mobile lift in robot mode.
 
 * the io descriptor: no ground-truth topic, no table-height constant; /grasp_target is the held estimate;
 * the estimate is drawn once per episode (true pose + PerceptionError; the same seed, the same error),

@@ -1,5 +1,5 @@
 """The localiser's last ``map -> odom``, kept in a small file so that a respawned localiser goes on
-where the dead one stopped (issue 20). ROS 1's AMCL did the same through the parameter server
+where the dead one stopped. ROS 1's AMCL did the same through the parameter server
 (``save_pose_rate``); Nav2's AMCL starts from its parameters again. No rclpy.
 
 The file (JSON, written atomically) holds ``map_to_odom`` (x, y, yaw), the odometry stamp it was

@@ -1,4 +1,4 @@
-"""``python -m rlstack_mission.fault_injection``: kill -9 each node of the fetch graph mid-fetch (issue 20).
+"""``python -m rlstack_mission.fault_injection``: kill -9 each node of the fetch graph mid-fetch.
 
 For each node in turn: start the fetch graph (launch/fetch.launch.yaml, robot mode, the sim in real
 time), reset to a seeded layout (the demo's by default), send the fetch, and when the mission reports the phase drawn for

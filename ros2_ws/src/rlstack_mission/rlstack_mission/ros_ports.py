@@ -4,7 +4,7 @@ What the pure mission core (:class:`rlstack_mission.fetch.FetchMission`) asks of
 ROS: navigation goals, docking and turning, the lift controller's lifecycle and its grasp target, the
 arm's own moves, the grasp pose service, placing and releasing the object. The mission node
 (``mission_node.py``) owns the parameters, topics and the action server and hands itself to this
-class as ``n``. Split out of the node (issue 22: nodes stay thin).
+class as ``n``. Split out of the node (nodes stay thin).
 """
 
 from __future__ import annotations
@@ -247,7 +247,7 @@ class RosPorts:
                 # A navigation node that dies mid-goal never answers, and a respawned one does not know
                 # the goal; its server may even look alive throughout (DDS notices a killed process only
                 # when its lease runs out, by which time the new one is up). A running goal sends feedback
-                # at feedback_rate_hz, so silence is the sign (issue 20).
+                # at feedback_rate_hz, so silence is the sign.
                 if time.monotonic() - last_feedback[0] > self.n.node_lost_s:
                     return self._navigation_lost(pose, resends)
                 time.sleep(0.02)

@@ -54,7 +54,7 @@ def send_fetch(node, query: str, dropoff_xyyaw, timeout_s: float = 600.0, frame:
     (the demo, the evaluation harness); otherwise this function calls ``spin_once(timeout_s)``
     while it waits (the command line, which owns a single-threaded executor). It does not guess
     from ``node.executor``: rclpy's ``spin_once(node)`` leaves the global executor there, and a
-    client that guessed stopped spinning after the first wait (issue 24: it hung for ever).
+    client that guessed stopped spinning after the first wait (it would hang for ever).
 
     Returns a dict: code, code_name, reason, phase durations, wall time. When the action server
     disappears mid-fetch for ``server_lost_s`` (its process died), the code is ``MISSION_LOST``

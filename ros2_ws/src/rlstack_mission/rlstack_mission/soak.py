@@ -1,4 +1,4 @@
-"""``python -m rlstack_mission.soak [--fetches 50]``: many fetches back to back in one graph (issue 20).
+"""``python -m rlstack_mission.soak [--fetches 50]``: many fetches back to back in one graph.
 
 Starts the fetch graph once and runs fetches over the seeded layouts (cycling), as
 :mod:`rlstack_mission.evaluate` does, and after each fetch samples every node's resident memory,

@@ -187,7 +187,7 @@ def test_mp4_writer_rejects_size_changes_and_discards_on_error(tmp_path):
 
 
 def test_labels_never_overlap_and_the_highlighted_one_is_always_placed():
-    """Issue 24: 'yellow ballnder' -- a ball's and a cylinder's labels drawn over each other."""
+    """No 'yellow ballnder': a ball's and a cylinder's labels drawn over each other."""
     grid = np.zeros((80, 100), np.int8)
     view = OverheadView(grid, 0.05, (0.0, 0.0), size=(480, 360), caption_height=20)
     names = [f"{c} {k}" for c in ("red", "green", "blue", "yellow") for k in ("cube", "ball", "cylinder")]

@@ -1,7 +1,7 @@
 """Robust 3-D centre of a segmented object from depth, intrinsics and camera pose.
 
 The raw centroid of the visible surface sits in front of the true centre (by about half
-the object's depth along the view ray) and is dragged by stray pixels. We instead:
+the object's depth along the view ray) and is dragged by stray pixels. Instead, the localiser:
 
 1. keep the mask's valid points, drop outliers by median absolute deviation (3-D);
 2. horizontally, use the *support function* of a centrally symmetric footprint (box,

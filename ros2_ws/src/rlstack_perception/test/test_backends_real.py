@@ -283,7 +283,7 @@ def test_real_tiny_sam_and_clip_end_to_end():
 
 
 def test_evaluation_runs_with_a_user_clip_checkpoint_and_downloads_nothing(tmp_path, monkeypatch, capsys):
-    """Issue 23: `python -m rlstack_perception.evaluate --embedder clip` with a user checkpoint (here tiny
+    """`python -m rlstack_perception.evaluate --embedder clip` with a user checkpoint (here tiny
     random weights from a .json model config) runs the whole evaluation on real PyBullet, offline;
     the cosine threshold for it is calibrated on training wordings by train_query_head --calibrate-clip."""
     import json

@@ -1,4 +1,4 @@
-"""The query side (issue 23): query head + colour words on the real MiniLM, "not here" below the
+"""The query side: query head + colour words on the real MiniLM, "not here" below the
 threshold, co-located entries pooled, clear errors for bad head files."""
 
 import numpy as np

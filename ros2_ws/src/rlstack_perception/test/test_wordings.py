@@ -1,4 +1,4 @@
-"""The held-out wording set stays out of training (issue 23): no held-out word, phrase, template or
+"""The held-out wording set stays out of training: no held-out word, phrase, template or
 query string appears in what the training generator produces or in its lists."""
 
 import re

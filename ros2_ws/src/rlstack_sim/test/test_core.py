@@ -229,7 +229,7 @@ def test_parameters_and_backend_errors():
     from sim_bridges.scenes import SCENES, register_scene
     from sim_bridges.scenes.cartpole import make_cartpole_scene
 
-    make_backend("mujoco", "home").close()   # both engines build home (issue 16)
+    make_backend("mujoco", "home").close()   # both engines build home (both engines)
     register_scene("pybullet_only_scene", make_cartpole_scene)   # a scene only PyBullet builds
     try:
         with pytest.raises(ConfigError, match="does not build scene 'pybullet_only_scene'"):

@@ -1,4 +1,4 @@
-"""Fuzzing a running graph's subscribers and services with hostile input (issue 20).
+"""Fuzzing a running graph's subscribers and services with hostile input.
 
 :func:`fuzz_graph` finds every topic the graph's nodes subscribe to and every service they
 offer (ROS graph introspection: nothing is listed by hand, so a new subscriber is fuzzed the

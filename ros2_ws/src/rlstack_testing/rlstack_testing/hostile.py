@@ -1,4 +1,4 @@
-"""Hostile ROS 2 messages for fuzzing a running graph (issue 20). No rclpy.
+"""Hostile ROS 2 messages for fuzzing a running graph. No rclpy.
 
 :func:`hostile_messages` turns one message type into a list of ``(kind, message)`` pairs:
 a plausible message of that type with one thing wrong at a time. What is wrong is generic,

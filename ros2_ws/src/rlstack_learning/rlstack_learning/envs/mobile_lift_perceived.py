@@ -1,7 +1,7 @@
 """Mobile-manipulator lift in robot mode: the policy sees a held pose estimate, never the simulator.
 
 ``RlStack/MobileLiftPerceived-v0`` is :mod:`rlstack_learning.envs.mobile_lift` with the target
-observed the way a robot observes it (issue 14). Today's ``mobile_lift`` reads the cube's true
+observed the way a robot observes it. Today's ``mobile_lift`` reads the cube's true
 pose on ``/grasp_target`` every step, so the fetch mission has to stream simulator truth while the
 arm works; with the pose seen once and then held, that policy fails (0/30, measured in the issue).
 Here ``/grasp_target`` carries the target's pose **as perception estimated it before the grasp,
