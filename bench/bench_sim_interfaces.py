@@ -150,7 +150,7 @@ def results_file(result: dict, command: str) -> dict:
         "date": datetime.date.today().isoformat(),
         "hardware": f"{os.cpu_count()} CPU cores ({cpu}), no GPU; a machine shared with other work",
         "source": "bench",
-        "notes": "one run; PyBullet cart-pole, lockstep bridge at 60 Hz control, bridge and client on one machine "
+        "notes": f"one run, load average {os.getloadavg()[0]:.1f} on the machine when it ended; PyBullet cart-pole, lockstep bridge at 60 Hz control, bridge and client on one machine "
                  "over shared memory. The standard path publishes the command on its topic and reads the "
                  "observation from /joint_states; the extension carries both in one call.",
         "summary": result,
