@@ -20,6 +20,7 @@ setup(
     entry_points={
         "console_scripts": [
             "arm_adapter = rlstack_adapters.arm_adapter:main",
+            "cmd_vel_mux = rlstack_adapters.cmd_vel_mux:main",
             "twist_stamper = rlstack_adapters.twist_stamper:main",
         ],
     },

@@ -13,8 +13,8 @@ Publishes   /grasp_target (geometry_msgs/PoseStamped in base_link, twice the con
             target is set: see below; not with grasp_target_source: topic),
             /fetch/grasp_request (geometry_msgs/PointStamped in map, grasp_target_source: topic only:
             the object a grasp is for; an empty frame_id when the grasp ends),
-            /fetch/dropoff (PoseStamped, latched), /cmd_vel (only the short straight docking
-            moves), /arm/ee_delta + /arm/gripper (carry pose, recovery, drop), /diagnostics
+            /fetch/dropoff (PoseStamped, latched), ``cmd_vel_topic`` (default /cmd_vel; the short straight
+            docking moves only), /arm/ee_delta + /arm/gripper (carry pose, recovery, drop), /diagnostics
 
 Grasp target: the lift policy reads the object's pose in ``base_link`` on /grasp_target.
 ``grasp_target_source: perception`` (robot mode, the default): the grasp_pose service estimates
@@ -102,7 +102,7 @@ class MissionNode(Node):
         else:
             self.target_pub = self.create_publisher(PoseStamped, "/grasp_target", 10)
         self.dropoff_pub = self.create_publisher(PoseStamped, "/fetch/dropoff", LATCHED)
-        self.cmd_pub = self.create_publisher(Twist, "/cmd_vel", 10)
+        self.cmd_pub = self.create_publisher(Twist, self.cmd_vel_topic, 10)
         self.ee_pub = self.create_publisher(Vector3, "/arm/ee_delta", 10)
         self.gripper_pub = self.create_publisher(Bool, "/arm/gripper", 10)
         self.ee_yaw_pub = self.create_publisher(Float64, "/arm/ee_yaw", 10)
@@ -315,6 +315,8 @@ class MissionNode(Node):
             raise ValueError("place_point must be (x, y, z)")
         self.place_point = np.array(place, dtype=float)
         self.dock_speed = d("dock_speed", 0.12, "Straight docking speed, m/s", min_value=0.01, max_value=1.0)
+        self.cmd_vel_topic = d("cmd_vel_topic", "/cmd_vel", "Topic of the docking moves (geometry_msgs/Twist): /cmd_vel "
+                               "drives the base directly; behind cmd_vel_mux an input of its own, /cmd_vel_mission")
         self.turn_speed = d("turn_speed", 0.8, "Turn rate when looking around, rad/s", min_value=0.05, max_value=3.0)
         self.base_frame = d("base_frame", "base_link", "Robot base frame")
         self.odom_frame = d("odom_frame", "odom", "Odometry frame: the grasp target is held in it during a grasp")

@@ -1,0 +1,108 @@
+"""cmd_vel_mux: one publisher on the base's command topic, several velocity sources behind it.
+
+Subscribes: one geometry_msgs/Twist topic per input (``input_topics``), and ``lock_topic``
+(std_msgs/Bool) when set. Publishes: ``output_topic`` (geometry_msgs/Twist, default /cmd_vel),
+/diagnostics (the winning input, per-input forwarded/masked/rejected counts).
+
+The highest-priority input whose last command is at most its timeout old wins and its commands
+are forwarded as they arrive; when none wins any more, one zero command is sent (``stop_on_idle``)
+and the mux stays silent. Semantics and the lock: ``rlstack_adapters.mux`` (the pure core).
+In the fetch and robot graphs the navigation controller publishes on /cmd_vel_nav, the mission's
+docking moves on /cmd_vel_mission, and this node alone publishes /cmd_vel.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import Twist, Vector3
+from rclpy.node import Node
+from std_msgs.msg import Bool
+
+from rlstack_adapters.mux import MuxLock, VelocityMux, build_inputs
+from rlstack_common import declare_parameter, run_node
+
+
+class CmdVelMux(Node):
+    def __init__(self) -> None:
+        super().__init__("cmd_vel_mux")
+
+        def p(*a, **k):
+            return declare_parameter(self, *a, **k)
+
+        out_topic = p("output_topic", "/cmd_vel", "Output: geometry_msgs/Twist, the only publisher on it")
+        names = p("input_names", ["mission", "navigation"], "Input names (one per input; used in diagnostics)")
+        topics = p("input_topics", ["/cmd_vel_mission", "/cmd_vel_nav"], "Input topics (geometry_msgs/Twist), "
+                   "one per input name")
+        prios = p("input_priorities", [20, 10], "Input priorities, one per input, distinct, higher wins",
+                  constraints="each 1..255")
+        timeouts = p("input_timeouts", [0.5, 0.5], "Input timeouts, s: an input older than this no longer wins "
+                     "(0: never stale once it has sent a command)", constraints="each 0..60")
+        lock_topic = p("lock_topic", "", "Lock input (std_msgs/Bool, true = locked); empty: no lock")
+        lock_prio = p("lock_priority", 255, "Inputs with priority up to this are masked while the lock is engaged",
+                      min_value=0, max_value=255)
+        lock_timeout = p("lock_timeout_s", 0.0, "Lock heartbeat, s: with > 0 the lock also engages when no lock "
+                         "message came within it (0: no heartbeat)", min_value=0.0, max_value=60.0)
+        self.stop_on_idle = p("stop_on_idle", True, "Send one zero command when no input wins any more "
+                              "(twist_mux sends nothing)")
+        rate = p("check_rate_hz", 20.0, "Rate of the staleness check that sends the idle stop, Hz",
+                 min_value=1.0, max_value=200.0)
+        diag_period = p("diagnostics_period_s", 1.0, "Period of /diagnostics, s", min_value=0.05, max_value=60.0)
+
+        inputs = build_inputs(names, topics, prios, timeouts)
+        lock = MuxLock(lock_topic, int(lock_prio), float(lock_timeout)) if lock_topic else None
+        self.core = VelocityMux(inputs, lock=lock, stop_on_idle=bool(self.stop_on_idle))
+        self.pub = self.create_publisher(Twist, out_topic, 10)
+        self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        for inp in inputs:
+            self.create_subscription(Twist, inp.topic, lambda m, n=inp.name: self.on_input(n, m), 10)
+        if lock is not None:
+            self.create_subscription(Bool, lock.topic, self.on_lock, 10)
+        self.create_timer(1.0 / rate, lambda: self.send(self.core.tick(self.now())))
+        self.create_timer(diag_period, self.publish_diagnostics)
+        desc = ", ".join(f"{i.name} {i.topic} (priority {i.priority}, timeout {i.timeout_s:g} s)" for i in inputs)
+        self.get_logger().info(f"-> {out_topic}: {desc}" + (f"; lock {lock.topic} (priority {lock.priority})"
+                                                            if lock else ""))
+
+    def now(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def on_input(self, name: str, msg: Twist) -> None:
+        lin = (msg.linear.x, msg.linear.y, msg.linear.z)
+        ang = (msg.angular.x, msg.angular.y, msg.angular.z)
+        before = self.core.counts()[name]["rejected"]
+        self.send(self.core.offer(name, lin, ang, self.now()))
+        if self.core.counts()[name]["rejected"] != before:
+            self.get_logger().warning(f"input '{name}': dropped a non-finite command", throttle_duration_sec=5.0)
+
+    def on_lock(self, msg: Bool) -> None:
+        self.send(self.core.set_lock(msg.data, self.now()))
+
+    def send(self, cmd) -> None:
+        if cmd is not None:
+            (lx, ly, lz), (ax, ay, az) = cmd
+            self.pub.publish(Twist(linear=Vector3(x=lx, y=ly, z=lz), angular=Vector3(x=ax, y=ay, z=az)))
+
+    def publish_diagnostics(self) -> None:
+        now = self.now()
+        active = self.core.active(now)
+        st = DiagnosticStatus(name=f"{self.get_name()}: velocity mux", hardware_id="cmd_vel")
+        st.level = DiagnosticStatus.OK
+        st.message = f"active: {active}" if active else ("locked" if self.core.locked(now) else "idle")
+        values = [KeyValue(key="active", value=active or ""), KeyValue(key="locked", value=str(self.core.locked(now))),
+                  KeyValue(key="idle_stops", value=str(self.core.idle_stops))]
+        for name, c in self.core.counts().items():
+            values += [KeyValue(key=f"{name}.{k}", value=str(v)) for k, v in c.items()]
+        st.values = values
+        msg = DiagnosticArray(status=[st])
+        msg.header.stamp = self.get_clock().now().to_msg()
+        self.diag_pub.publish(msg)
+
+
+def main(args=None) -> int:
+    return run_node(CmdVelMux, args, small_messages=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
