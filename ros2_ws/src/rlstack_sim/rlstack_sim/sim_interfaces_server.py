@@ -4,7 +4,7 @@
 written for Gazebo, Isaac Sim or O3DE calls: GetSimulatorFeatures, GetSimulationState,
 SetSimulationState, StepSimulation, ResetSimulation, GetEntities, GetEntityState, SetEntityState,
 GetSpawnables, SpawnEntity and DeleteEntity. They are named ``<prefix>/<snake_case name>``
-(``~/step_simulation``, ...), ``prefix`` being the ``simulation_interfaces_prefix`` parameter.
+(``~/step_simulation``, ...), ``prefix`` being the bridge's ``simulation_interfaces_prefix`` parameter.
 The logic (name, pose and result-code mapping) is in :mod:`rlstack_sim.sim_interfaces_core`;
 this module only converts messages and calls the bridge. docs/reference/simulation-interfaces.md
 has the mapping.
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import Dict, List
 
-from rlstack_common import declare_parameter
 from rlstack_sim import sim_interfaces_core as core
 
 _SERVICES = {
@@ -42,11 +41,7 @@ class StandardServices:
         import simulation_interfaces.srv as srv
 
         self.bridge = bridge
-        prefix = declare_parameter(
-            bridge, "simulation_interfaces_prefix", "~",
-            "Where the ROS 2 standard simulation services (simulation_interfaces) are served: '~' under the "
-            "bridge's name (/sim_bridge/step_simulation), '' in its namespace, '/' at the root (/step_simulation, "
-            "as Isaac Sim names them), or an absolute prefix such as /gzserver (as Gazebo names them).")
+        prefix = bridge.get_parameter("simulation_interfaces_prefix").value   # rlstack_sim.parameters
         self.base_seed = int(bridge.get_parameter("seed").value)
         self.resets = 0
         self._robot_parts: Dict[str, frozenset] = {}

@@ -60,7 +60,8 @@ class TrainNode(Node):
         self.seed = d("seed", -1, "Seed override (-1: the config's)", min_value=-1, max_value=2**31 - 1)
         self.eval_freq = d("eval_freq", 0, "Validation every N steps, in-process (0: the config's)",
                            min_value=0, max_value=2**31 - 1)
-        self.bridges = d("bridges", ["/sim_bridge"], "Lockstep bridges, one env each (their ~/step, ~/reset)")
+        self.bridges = d("bridges", ["/sim_bridge"], "Lockstep bridges, one env each (their ~/step, ~/reset; "
+                         "transport standard: the prefix of their step_simulation, reset_simulation, '/' for the root)")
         self.batch_bridge = d("batch_bridge", "", "A batch_bridge node (all envs in one process, one round trip per "
                               "batch step; num_envs = its num_envs); empty: one env per entry of bridges")
         self.transport = d("transport", "topics", "Single bridges: topics (commands and observations on the "
