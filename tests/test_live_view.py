@@ -179,7 +179,7 @@ def _browser_or_skip():
     opts = webdriver.ChromeOptions()
     opts.binary_location = chromium
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1100,760", "--force-device-scale-factor=1"):
+                "--window-size=1100,900", "--force-device-scale-factor=1"):
         opts.add_argument(arg)
     return webdriver.Chrome(service=Service(driver), options=opts)
 
@@ -244,8 +244,10 @@ def test_the_page_in_chromium_draws_the_map_and_camera_and_runs_a_fetch(tmp_path
         feedback, result, shot_taken, objects_seen = [], "", False, 0
         end = time.monotonic() + 420.0
         while time.monotonic() < end:
-            feedback = [li.text for li in browser.find_elements(By.CSS_SELECTOR, "#feedback li")]
-            result = browser.find_element(By.ID, "result").text
+            # read in one script: the page rebuilds the list on every state message
+            feedback, result = browser.execute_script(
+                "return [Array.from(document.querySelectorAll('#feedback li')).map(li => li.textContent),"
+                " document.getElementById('result').textContent]")
             objects_seen = max(objects_seen, browser.execute_script(CANVAS_STATS, "map")["objects"])
             if screenshot and not shot_taken and any(f.startswith(("[GRASP]", "[RETURN]")) for f in feedback):
                 time.sleep(2.0)
@@ -259,7 +261,10 @@ def test_the_page_in_chromium_draws_the_map_and_camera_and_runs_a_fetch(tmp_path
         assert feedback and feedback[0].startswith("["), (feedback, result)
         assert re.match(r"^[A-Z_]+: ", result), f"no result on the page in 420 s: {result!r}\n{feedback[-5:]}"
         assert objects_seen > 0, "the semantic map's objects were never drawn"
-        phase = browser.find_element(By.ID, "phase").text
+        end = time.monotonic() + 10.0   # the mission's own status, after the fetch
+        while (phase := browser.execute_script("return document.getElementById('phase').textContent")) != "IDLE" \
+                and time.monotonic() < end:
+            time.sleep(0.5)
         assert phase == "IDLE", phase   # the mission's own status, after the fetch
         assert result.split(":")[0] == "SUCCEEDED", f"{result}\n{feedback[-8:]}"
         assert harness.delivered(layout), "the page said SUCCEEDED but the cube is not at the drop-off"

@@ -201,15 +201,17 @@ def label_box(text: str, x: float, y: float, char_w: float = 7.0, line_h: float 
 
 
 def place_labels(anchors: Sequence[Tuple[float, float]], texts: Sequence[str], bounds: Tuple[float, float],
-                 char_w: float = 7.0, line_h: float = 14.0, marker_r: float = 4.0) -> List[Optional[Tuple[float, float]]]:
+                 char_w: float = 7.0, line_h: float = 14.0, marker_r: float = 4.0,
+                 keep_clear: Sequence[Box] = ()) -> List[Optional[Tuple[float, float]]]:
     """Top-left corners for labels of objects drawn at ``anchors`` (pixels) so that no two labels
-    overlap, no label covers an object's marker, and every label stays inside ``bounds`` (w, h).
+    overlap, no label covers an object's marker or a ``keep_clear`` box (the robot), and every
+    label stays inside ``bounds`` (w, h).
 
     Greedy: each label tries positions around its object, nearest first, out to a few rings; a
     label with no free place gets None (the page lists it beside the map instead of drawing it on
     top of another). Objects are placed in the order given."""
     w_max, h_max = bounds
-    markers = [(ax - marker_r, ay - marker_r, ax + marker_r, ay + marker_r) for ax, ay in anchors]
+    markers = [(ax - marker_r, ay - marker_r, ax + marker_r, ay + marker_r) for ax, ay in anchors] + list(keep_clear)
     placed: List[Box] = []
     out: List[Optional[Tuple[float, float]]] = []
     for i, ((ax, ay), text) in enumerate(zip(anchors, texts)):

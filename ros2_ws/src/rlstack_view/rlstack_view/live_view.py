@@ -268,7 +268,9 @@ class LiveView(Node):
             out["frame"] = {"ox": frame.origin_x, "oy": frame.origin_y, "res": frame.resolution,
                             "w": frame.width, "h": frame.height, "scale": frame.scale}
             anchors = [frame.to_px(o["x"], o["y"]) for o in objects]
-            labels = place_labels(anchors, [o["label"] for o in objects], frame.size_px)
+            robot = [] if pose is None else [frame.to_px(pose[0], pose[1])]
+            labels = place_labels(anchors, [o["label"] for o in objects], frame.size_px,
+                                  keep_clear=[(u - 13, v - 13, u + 13, v + 13) for u, v in robot])
             for o, a, lab in zip(objects, anchors, labels):
                 o["px"], o["lbl"] = [round(a[0], 1), round(a[1], 1)], None if lab is None else [round(lab[0], 1),
                                                                                                 round(lab[1], 1)]

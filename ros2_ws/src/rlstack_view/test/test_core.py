@@ -112,6 +112,11 @@ def test_labels_never_overlap_even_for_a_crowded_table():
         places = place_labels(anchors, texts, bounds)
         _check_no_overlap(anchors, texts, places, bounds)
         assert sum(p is not None for p in places) >= len(anchors) * 0.75
+    # a label keeps clear of the robot's marker
+    robot = (95.0, 80.0, 125.0, 110.0)
+    place = place_labels([(100, 100)], ["red ball"], bounds, keep_clear=[robot])[0]
+    box = label_box("red ball", *place)
+    assert not (box[0] < robot[2] and robot[0] < box[2] and box[1] < robot[3] and robot[1] < box[3])
     # two far-apart objects get labels right beside them
     places = place_labels([(100, 100), (500, 300)], ["red ball", "blue cube"], bounds)
     assert all(p is not None and abs(p[0] - a[0]) < 40 for p, a in zip(places, [(100, 100), (500, 300)]))
