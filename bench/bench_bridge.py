@@ -10,7 +10,7 @@
   ``subscribed``: the 1-step rate again while a subscriber takes /joint_states, /tf and /clock.
   Calls go through ``call_async`` and an EventsExecutor, and again through
   ``rlstack_common.fast_lane.DirectClient`` (``direct``: a wait set on the client alone; what the
-  lockstep training envs call with since 2026-11-26).
+  lockstep training envs call with).
 * ``batched``: a ``batch_bridge`` with 8 envs (cartpole, ball_plate): env steps/s through its
   ``~/step`` (``SimStepBatch``), one call per batch step with all 8 commands in the request
   (executor, and ``direct``).

@@ -67,7 +67,7 @@ class Graph:
 
     # 360 s, not 240: a fetch whose cube falls out of the hand on the way is fetched again from the
     # floor (a path the mission is built for), which takes ~260-300 s; a clean clone's run was cut
-    # off at 240 s while putting the re-fetched cube down (2026-11-27). Behaviour, not speed, is tested.
+    # off at 240 s while putting the re-fetched cube down. Behaviour, not speed, is tested.
     def fetch(self, layout: FetchLayout, timeout_s: float = 360.0, on_feedback=None) -> dict:
         try:
             self.harness.apply(layout)
@@ -166,7 +166,7 @@ def test_a_cube_that_falls_out_on_the_way_is_noticed_and_never_a_success(graph):
             threading.Timer(1.0, drop).start()
 
     # The fall is tested on the way back, so the fetch must first reach the return drive with the
-    # cube in hand. A fetch that ends before it (CI 2026-11-26: a fetch never got there, and the
+    # cube in hand. A fetch that ends before it (in CI a fetch once never got there, and the
     # report said only "[]") tests nothing about the fall: it is run once more, and the report of
     # both tries carries their results and mission logs. The grasp's own success rate is measured
     # by `make eval-fetch`, and the first test here fails on a fetch that does not succeed.
@@ -237,7 +237,7 @@ def test_object_on_the_floor_is_fetched_in_robot_mode(graph):
     floor_grasps off (what the ground-truth ablation runs) the same object is UNREACHABLE.
 
     Two tries: floor fetches succeed 16 of 20 in the floor evaluation (docs/reference/mission.md), so one
-    try fails a working stack now and then (CI, 2026-11-26: three lifts "not lifted within 14 s"
+    try fails a working stack now and then (in CI: three lifts "not lifted within 14 s"
     in one fetch). A broken floor grasp fails both; the first try's result is printed either way."""
     layout = graph.harness.layout(2, HOME_MAP)
     layout = FetchLayout(**{**layout.__dict__, "target_pose": (1.2, 0.0, 0.025, 0.3), "table": "floor"})

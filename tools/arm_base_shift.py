@@ -12,8 +12,8 @@ is what wheel odometry cannot see, and it puts a grasp target held in ``odom`` o
 The robot starts at the origin in every ``home`` layout, so the layout changes little.
 
 ``--base-mass`` overrides the base body's mass (the shipped robot: 40 kg); ``--jump`` sends each
-step's joint targets in one jump instead of interpolating them over the control period (what the
-backend did before 2026-11-25). In process, no ROS. Workstation side (PyBullet).
+step's joint targets in one jump instead of interpolating them over the control period (the
+backend's former behaviour). In process, no ROS. Workstation side (PyBullet).
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--layout", type=int, default=0, help="home layout (seed)")
     ap.add_argument("--base-mass", type=float, default=0.0, help="base body mass (kg); 0: the robot's own")
-    ap.add_argument("--jump", action="store_true", help="joint targets in one jump (the backend before 2026-11-25)")
+    ap.add_argument("--jump", action="store_true", help="joint targets in one jump (the backend's former behaviour)")
     ap.add_argument("--json", default="")
     args = ap.parse_args(argv)
     out = {}

@@ -6,11 +6,11 @@ arm runs a step or more behind the command. This plays ``policies/mobile_lift_pe
 scripted expert it imitates, ``--expert``) in ``RlStack/MobileLiftPerceived-v0`` with a fixed action
 delay and the target cube turned to a fixed yaw in ``base_link``, and prints the success per cell.
 
-Measured (2026-11-24, 12 episodes per cell, tables, the gripper's yaw fixed): the policy 12/12 at
+Measured without the wrist turn (12 episodes per cell, tables, the gripper's yaw fixed): the policy 12/12 at
 delay 2 with the cube square to the gripper, 8/12 at delay 2 and 42 deg, 0/12 at delay 3 and 42 deg,
 1/12 at delay 3 and 0 deg; the expert alike (it was tuned for 1-2 steps of lag).
 
-Since 2026-11-25 each episode starts with the wrist turned square to the estimate (``/arm/ee_yaw``;
+With the wrist turn, each episode starts with the wrist turned square to the estimate (``/arm/ee_yaw``;
 the env's ``align_wrist``), as the fetch mission does: the same policy scores 12/12 in every cell at
 delays 1 and 2 for cubes at 0, 30 and 45 deg, on tables and on the floor; at delay 3 it still fails
 (0-3/12). An expert with gain 0.4 instead of 0.6 holds up at delay 3 (10-12/12) but its behaviour

@@ -15,7 +15,7 @@ Sources, both committed and small:
 Fields of a results file: ``title``, ``section``, ``order`` (within the section), ``figures`` (a list
 of ``{"label", "path", "format"}``: ``path`` is a dotted path into ``summary``, or a list of them for a
 ``format`` with several fields), ``command``, ``commit``, ``date``, ``hardware``, ``source``
-(``evaluator`` or ``docs``), ``recorded_from``, ``notes``, ``summary``.
+(``evaluator`` or ``bench``: written by the run; ``docs``), ``recorded_from``, ``notes``, ``summary``.
 
 Usage::
 
@@ -48,8 +48,10 @@ PROJECT_MACHINE = "the project machine: 2 shared x86-64 cores, no GPU (CPU model
 SECTION_INTROS = {
     "Policies": ("Each shipped bundle's `evaluation.yaml`, written when the bundle is exported: episodes on "
                  "evaluation seeds never used in training, nominal and with the task's domain randomisation. "
-                 "Commit: the training run's (`provenance.yaml`); date: when `evaluation.yaml` was last committed."),
+                 "Commit and date: the export's (`provenance.yaml`: `commit`, `exported_at`)."),
 }
+#: sources of a file written by the run itself (an evaluator, a benchmark)
+RUN_SOURCES = ("evaluator", "bench")
 REQUIRED = ("title", "section", "figures", "command", "commit", "date", "hardware", "source", "summary")
 
 
@@ -98,8 +100,8 @@ def load_results(folder: Path = RESULTS_DIR) -> List[Dict[str, Any]]:
         missing = [k for k in REQUIRED if k not in doc]
         if missing:
             raise ResultsError(f"{name}: missing {', '.join(missing)}")
-        if doc["source"] not in ("evaluator", "docs"):
-            raise ResultsError(f"{name}: source must be 'evaluator' or 'docs'")
+        if doc["source"] not in RUN_SOURCES + ("docs",):
+            raise ResultsError(f"{name}: source must be one of {', '.join(RUN_SOURCES + ('docs',))}")
         if doc["source"] == "docs" and not doc.get("recorded_from"):
             raise ResultsError(f"{name}: a figure recorded from the docs names them (recorded_from)")
         if not doc["figures"]:
@@ -144,7 +146,8 @@ def load_policies(folder: Path = POLICIES) -> List[Dict[str, Any]]:
         out.append({
             "title": f"policies/{name}", "section": "Policies", "order": 0, "figures": figures,
             "command": command,
-            "commit": prov.get("commit", ""), "date": _git_date(ev_path),
+            "commit": prov.get("commit", ""),
+            "date": str(prov.get("exported_at") or "")[:10] or _git_date(ev_path),
             "hardware": PROJECT_MACHINE,
             "source": "evaluator",
             "_file": ev_path.relative_to(ROOT).as_posix(),
@@ -178,7 +181,7 @@ def render(results: List[Dict[str, Any]]) -> str:
         "`--record docs/results/<name>.json` (the evaluators and `bench/bench_*.py` take it), then",
         "regenerate the page.",
         "",
-        "Source: **evaluator** means the file was written by the evaluator or benchmark itself;",
+        "Source: **evaluator** or **bench** means the file was written by the evaluator or benchmark itself;",
         "**docs** means the figure was copied from the project's documentation at the commit named",
         "(the page and commit are in the result file's `recorded_from`), and stays marked so until",
         "its command is run again with `--record`.",

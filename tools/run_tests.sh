@@ -53,7 +53,7 @@ if [ "$WHICH" = all ] || [ "$WHICH" = system ]; then
   fi
   # One pytest process per file: in a single process, after ~110 tests' worth of probes (each its
   # own rclpy context and DDS participant), new probes stopped discovering anything and every later
-  # ROS test timed out (2026-11-25; each file alone passes). Real nodes are one process each anyway.
+  # ROS test timed out (each file alone passes). Real nodes are one process each anyway.
   echo "== pytest tests/ (system tests, one process per file)"
   for file in "$ROOT"/tests/test_*.py; do
     stem="$(basename "$file" .py)"

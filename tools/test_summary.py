@@ -12,7 +12,7 @@ every suite named with ``--expect`` left a JUnit file with at least one test in 
 
 Each failure is printed again at the very end with its message and the last lines of its
 traceback: CI logs keep only the head and the tail of a long run, and a failure that scrolled
-out of both could not be read (2026-11-26: three policy_safety failures, no message left).
+out of both could not be read (three policy_safety failures once left no message).
 """
 
 from __future__ import annotations

@@ -86,7 +86,7 @@ def test_a_cube_held_through_a_half_turn_is_let_go():
 def test_with_the_urdfs_friction_anchors_half_turns_jam():
     """The cause, kept visible on the robot it was found on: with the anchors and the 20 kg base
     body the same sweep jams (4 of 8 when found; 1 of 8 since the backend interpolates arm steps).
-    With the 40 kg base body of 2026-11-25 no half turn from 150 to 230 deg jammed even with the
+    With the 40 kg base body no half turn from 150 to 230 deg jammed even with the
     anchors (a steadier base); they stay off. If none jams here any more, Bullet changed and
     docs/reference/mission.md needs a new line."""
     widths = [hold_turn_and_open(turn, friction_anchors=True, base_mass=20.0) for turn in HALF_TURNS]

@@ -3,7 +3,7 @@
 Why: the wait-set ``SingleThreadedExecutor`` of rclpy 9.1.2 rebuilds its wait set in Python on
 every turn (it filters every entity of the node, enters each handle, makes a timeout ``Timer``,
 wraps each callback in a ``Task`` around a coroutine). A lockstep bridge does one turn or more
-per simulator step, and in the profile of 2026-11-25 that rebuild was ~30 % of the bridge's
+per simulator step, and in a profile that rebuild was ~30 % of the bridge's
 time (docs/reference/sim-bridge.md). The EventsExecutor is faster but lost events for good under CPU
 overload (``node_main``), so it is not an option for a bridge a training run depends on.
 
@@ -16,7 +16,7 @@ gives it a turn every ``executor_turn_s``. A wait set asks the middleware what i
 executor does, so no event can be lost. Taking an entity that the executor (or this lane)
 already took returns nothing, so both may look at the same entity.
 
-Measured (2026-11-26, docs/reference/sim-bridge.md and docs/reference/training.md): with a 2 ms poll before blocking,
+Measured (docs/reference/sim-bridge.md, docs/reference/training.md): with a 2 ms poll before blocking,
 ~8-10 % more batched env steps/s than the executor in the same hour; single lockstep calls within
 the run-to-run spread (1,394 vs 1,322 steps/s for ``ball_plate``); 15-40 % less bridge CPU.
 

@@ -291,7 +291,7 @@ class ScanMatcher:
             # Far from every surface of the map (an object on a table, a chair): no weight at all.
             # Huber alone kept pulling: with the table top out of the scan, two returns of objects
             # on a table, 18 cm inside its footprint, slid a stationary robot's estimate 21 cm
-            # along a wall that constrained nothing else (a fetch, 2026-11-25). A pose that far
+            # along a wall that constrained nothing else (seen in a fetch). A pose that far
             # off is the correlative search's job, not Gauss-Newton's.
             w = np.where(ad > p.outlier_distance, 0.0, w)
             w = np.where(ad >= p.max_distance - 1e-9, 0.0, w)          # beyond the field: no information

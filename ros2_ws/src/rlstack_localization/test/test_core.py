@@ -247,7 +247,7 @@ def _table_and_wall_depth(fx, fy, cx, cy, rot, cam_h, width, height):
 
 def test_virtual_scan_keeps_walls_and_drops_a_table_top_seen_from_above():
     """A table top seen from above lies inside the table's map footprint: its returns pulled the
-    estimate 5-7 cm at the staging poses (2026-11-25). Only steep surfaces make the scan."""
+    estimate 5-7 cm at the staging poses. Only steep surfaces make the scan."""
     fx = fy = 60.0
     cx, cy = 40.0, 30.0
     pitch = math.radians(35)                                  # looking down
@@ -282,7 +282,7 @@ def wall_and_clutter(grid, truth, inside_min, inside_max, n=20):
 
 def test_returns_far_inside_an_obstacle_do_not_pull_the_estimate(grid):
     """Objects on a table lie inside its map footprint. With Huber weights alone, a few such returns
-    moved a pose along a wall that constrained nothing else (21 cm in a fetch, 2026-11-25); beyond
+    moved a pose along a wall that constrained nothing else (21 cm in a fetch); beyond
     ``outlier_distance`` they weigh nothing."""
     truth = (3.0, 0.0, 0.0)
     m = ScanMatcher(grid, LocalizerParams())
@@ -296,7 +296,7 @@ def test_returns_far_inside_an_obstacle_do_not_pull_the_estimate(grid):
 
 def test_objects_on_a_table_do_not_slide_a_standing_robot(grid):
     """Objects on a table seen 9-14 cm inside its map footprint (a 5 cm brick and an 8 cm cylinder on
-    table_1, fetch seed 0, 2026-11-27): with ``outlier_distance`` 0.15 they kept their weight, and the
+    table_1, fetch seed 0): with ``outlier_distance`` 0.15 they kept their weight, and the
     estimate of a robot standing still at the table slid 8-16 cm along it over a lift's seconds, so
     the grasp-pose hint landed on the neighbouring object. At 0.08 (the default) they weigh nothing."""
     truth = (3.0, 0.0, 0.0)

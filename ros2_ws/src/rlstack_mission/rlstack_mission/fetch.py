@@ -969,8 +969,8 @@ class FetchMission:
         in the crop) and may have named the brick "red cube"; the grasp pose's height can.
 
         Any answer the map gives for the look-alike wording (above its own threshold) is a candidate,
-        best first, not only those reaching ``min_match_score``: the close look decides (fetch seed 2,
-        2026-11-27: the one confident "red cube" was a cube, refused, and the brick, which the map's
+        best first, not only those reaching ``min_match_score``: the close look decides (in a fetch of
+        seed 2 the one confident "red cube" was a cube, refused, and the brick, which the map's
         markers also named "red cube", was never looked at: it scored under ``min_match_score``).
         Each one refused counts as a match set aside."""
         alike = look_alike_query(query, self.p.look_alikes)

@@ -300,7 +300,7 @@ class NamedFromCloseBy(ScriptedRobot):
 
 
 def test_a_small_object_named_only_from_close_by_is_found_by_looking_at_the_tables(home):
-    """Fetch of a toy brick, 2026-11-27: the waypoints, 1.5-3 m from the tables, never got it named."""
+    """Fetch of a toy brick: the waypoints, 1.5-3 m from the tables, never got it named."""
     robot = NamedFromCloseBy(home)
     r = run(robot, support_looks=False)
     assert r.code == FetchCode.NOT_FOUND

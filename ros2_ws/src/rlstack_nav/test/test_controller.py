@@ -77,8 +77,8 @@ def _turn_with_a_jumping_estimate(hold, jump):
 
 
 def test_the_final_turn_holds_through_a_jumping_estimate():
-    """Noisy depth, 2026-11-25: a localiser moved the estimate 5-8 cm while the robot turned in place
-    at the goal; approaching again each time turned it back and forth until the goal timed out."""
+    """Noisy depth: a localiser moves the estimate 5-8 cm while the robot turned in place
+    at the goal; approaching again each time would turn it back and forth until the goal timed out."""
     states = _turn_with_a_jumping_estimate(hold=3.0, jump=0.07)
     assert states[-1] == DONE and set(states) <= {FINAL_ROTATING, DONE}
     old = _turn_with_a_jumping_estimate(hold=1.0, jump=0.07)   # the previous rule
