@@ -1,9 +1,8 @@
 """``make eval-fetch`` stops on Ctrl-C or SIGTERM in the middle of a fetch, and takes its graph with it.
 
-Before: rclpy's signal handlers shut its context down, but the evaluation's main thread, waiting on
-a fetch, never noticed; the run went on until it was killed with SIGKILL, and its graph (the
-runner, in its own session) kept running. Now the evaluation exits with 130, summarises the
-layouts it finished, and stops every process of its graph.
+The evaluation exits with 130, summarises the layouts it finished, and stops every process of its
+graph (the runner, in its own process group). rclpy's own signal handlers would only shut its
+context down while the main thread waits on a fetch, so the evaluation installs its own.
 """
 
 from __future__ import annotations
