@@ -228,3 +228,13 @@ def test_lockstep_env_trains_through_the_standard_services_only(ros_processes, p
         local.close()
         node.destroy_node()
         rclpy.shutdown(context=ctx)
+
+
+def test_standard_services_can_be_left_out(ros_processes, ros_probe, params_dir):
+    """simulation_interfaces:=false: the bridge serves only its own services."""
+    start_bridge(ros_processes, params_dir, scene="cartpole", mode="lockstep", camera_enabled=False,
+                 simulation_interfaces=False)
+    assert ros_probe.call(SimStep, "/sim_bridge/step", SimStep.Request(steps=1)).success
+    names = {name for name, _ in ros_probe.node.get_service_names_and_types_by_node("sim_bridge", "/")}
+    assert "/sim_bridge/step" in names and "/sim_bridge/reset" in names
+    assert not any(n.endswith(("step_simulation", "reset_simulation", "get_entity_state")) for n in names), names

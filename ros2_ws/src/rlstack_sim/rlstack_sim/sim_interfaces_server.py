@@ -12,7 +12,7 @@ has the mapping.
 
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from rlstack_sim import sim_interfaces_core as core
 
@@ -228,6 +228,9 @@ def _quaternion(q) -> List[float]:
     return [float(q.x), float(q.y), float(q.z), float(q.w)]
 
 
-def attach(bridge) -> StandardServices:
-    """Serve the standard services on ``bridge`` (call once its scene is loaded)."""
+def attach(bridge) -> Optional[StandardServices]:
+    """Serve the standard services on ``bridge`` (call once its scene is loaded), unless its
+    ``simulation_interfaces`` parameter is false (then ``None``)."""
+    if not bridge.get_parameter("simulation_interfaces").value:
+        return None
     return StandardServices(bridge)
