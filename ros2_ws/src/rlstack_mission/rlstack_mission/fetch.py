@@ -113,6 +113,12 @@ class Pose2D:
         return math.hypot(self.x - x, self.y - y)
 
 
+#: navigation's reason code for a goal stopped or refused on old odometry (rlstack_nav), and how long
+#: the mission waits for the odometry to come back before it tries the same goal again (s)
+STALE_ODOMETRY = "STALE_ODOMETRY"
+STALE_ODOMETRY_PAUSE_S = 1.0
+
+
 @dataclass(frozen=True)
 class NavOutcome:
     ok: bool
@@ -1057,6 +1063,10 @@ class FetchMission:
             if outcome.ok or outcome.dropped:
                 return outcome
             self.ports.feedback(self._phase or "NAVIGATE", f"{what}: attempt {attempt + 1} failed ({outcome.reason})")
+            if outcome.reason.startswith(STALE_ODOMETRY):
+                # A gap in the odometry (a busy computer, a driver restart) is usually over within a
+                # second; trying again at once would be refused for the same gap.
+                self.ports.wait(STALE_ODOMETRY_PAUSE_S)
         return outcome
 
     def _navigate_and_grasp(self, query: str, target: Match, result: FetchResult) -> Match:

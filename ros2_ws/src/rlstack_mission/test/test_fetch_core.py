@@ -889,3 +889,30 @@ def test_grown_sensed_obstacles_leave_the_target_itself_out(home):
     grown = grow_sensed_obstacles(sensed, res, origin, 0.10, target, 0.10)
     assert grown[40, 38] and grown[42, 40] and not grown[40, 37] and grown.sum() > 1
     assert not grown[40, 79:82].any()                       # the target's own cells are not in the way
+
+
+def test_a_gap_in_the_odometry_is_waited_out_before_the_same_goal_is_tried_again(home):
+    """Navigation stops a goal on stale odometry (a busy computer, a driver restart): the mission
+    waits for the odometry to come back before trying the drop-off again, instead of being refused
+    at once for the same gap."""
+    from rlstack_mission.fetch import STALE_ODOMETRY_PAUSE_S
+
+    stale = NavOutcome(False, "STALE_ODOMETRY: odometry on /odom is stale (none for 0.52 s): base stopped")
+    robot = ScriptedRobot(home)
+    calls = []
+    robot.wait = lambda seconds: calls.append(("wait", seconds))
+    navigate = robot.navigate
+
+    def stale_once_on_the_way_back(pose):
+        if "stow" in robot.log and ("navigate", "stale") not in calls:
+            calls.append(("navigate", "stale"))
+            return stale
+        calls.append(("navigate", "ok"))
+        return navigate(pose)
+
+    robot.navigate = stale_once_on_the_way_back
+    r = run(robot)
+    assert r.code == FetchCode.SUCCEEDED, r.reason
+    i = calls.index(("navigate", "stale"))
+    assert calls[i + 1:i + 3] == [("wait", STALE_ODOMETRY_PAUSE_S), ("navigate", "ok")]
+    assert any("drop-off: attempt 1 failed (STALE_ODOMETRY" in d for d in robot.details), robot.details
