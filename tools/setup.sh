@@ -152,6 +152,7 @@ else
   BASE_PATHS+=("$WS/compat/tf2_msgs")
 fi
 # simulation_interfaces (the ROS 2 standard simulation interface) is not on PyPI either: the same rule.
+# Only rlstack_sim (workstation side) uses it: the robot profile leaves it out.
 has_simulation_interfaces() {
   local prefix IFS=:
   for prefix in ${AMENT_PREFIX_PATH:-}; do
@@ -160,7 +161,9 @@ has_simulation_interfaces() {
   done
   return 1
 }
-has_simulation_interfaces || BASE_PATHS+=("$WS/compat/simulation_interfaces")
+if [ "$PROFILE" != robot ] && [ -d "$WS/compat/simulation_interfaces" ] && ! has_simulation_interfaces; then
+  BASE_PATHS+=("$WS/compat/simulation_interfaces")
+fi
 
 # Rebuild when any source file is newer than the last build, or the package set changed.
 # rlstack_bringup installs these top-level folders: a file added there needs a build too.
