@@ -1,7 +1,5 @@
 """The full fetch graph (launch/fetch.launch.yaml in its default, robot mode: real processes through
-the runner) on wall-clock time, as on a robot: the robot graph (launch/robot.launch.yaml, which
-fetch.launch.yaml includes) with use_sim_time false against the simulator bridge stamping from the
-system clock and publishing no /clock. One fetch that succeeds, and one test per failure reason (object not found,
+the runner): one fetch that succeeds, and one test per failure reason (object not found,
 unreachable, grasp failed). In robot mode no robot-side node (perception, grasp pose, navigation,
 policy node, mission) may subscribe to the simulator's ground truth: the live graph is inspected
 node by node; and the grasp_pose service answers bad requests with reasons.
@@ -101,8 +99,7 @@ def graph(tmp_path_factory):
     probe = RosProbe(lease.domain_id, name="fetch_test")
     spin = BackgroundSpin(probe.executor, name="fetch-test-spin")
     try:
-        processes.start_graph(REPO / "launch" / "fetch.launch.yaml", {"use_sim_time": "false"}, name="fetch_graph",
-                              grace=10.0)
+        processes.start_graph(REPO / "launch" / "fetch.launch.yaml", name="fetch_graph", grace=10.0)
         runner = processes.processes[0]
         wait_until_ready(probe.node, runner.alive, timeout_s=150.0, log_hint=runner.name)
         yield Graph(probe, processes)
@@ -287,8 +284,6 @@ def test_no_robot_side_node_reads_simulator_truth(graph):
         assert topics, f"{name} subscribes to nothing?"
         truth = [t for t in topics if t.startswith("/sim_ground_truth")]
         assert not truth, f"{name} reads simulator truth in robot mode: {truth}"
-        assert "/clock" not in topics, f"{name} follows /clock on a wall-clock graph (use_sim_time must follow sim)"
-    assert probe.node.count_publishers("/clock") == 0   # the bridge on the wall clock, as a robot's drivers
     # the evaluator's side of the graph still has it (the bridge publishes it)
     assert probe.node.count_publishers("/sim_ground_truth/markers") >= 1
 
