@@ -2,7 +2,7 @@
 
 Every wait spins the probe until a condition holds (graph counts, message counts); nothing
 sleeps. The GripperCommand action path needs control_msgs, which no PyPI wheel provides: here
-we check that asking for it stops the node at start with one clear line.
+asking for it must stop the node at start with one clear line.
 """
 
 import math

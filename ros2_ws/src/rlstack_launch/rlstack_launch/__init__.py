@@ -1,7 +1,7 @@
 """rlstack_launch: run ROS 2 YAML launch files as plain processes.
 
-``launch``/``launch_ros`` (the ``ros2 launch`` tool) cannot be installed everywhere we
-need to start node graphs. This package reads the same ``*.launch.yaml`` files (the
+``launch``/``launch_ros`` (the ``ros2 launch`` tool) cannot be installed everywhere
+node graphs need to start. This package reads the same ``*.launch.yaml`` files (the
 official YAML frontend, a documented subset of it) and starts the same processes, with
 the same command lines, without importing rclpy or launch.
 

@@ -45,7 +45,7 @@ _PUSH_NS_KEYS = ("namespace",) + _COMMON_KEYS
 _SUPPORTED_TAGS = (
     "arg", "let", "node", "include", "group", "push-ros-namespace", "push_ros_namespace",
 )
-# Real launch tags we deliberately do not implement; named so the error can say so.
+# Real launch tags this runner does not implement; named so the error can say so.
 _ROS_TAGS_NOT_SUPPORTED = (
     "executable", "set_env", "set-env", "unset_env", "unset-env", "log", "timer",
     "set_parameter", "set-parameter", "set_remap", "set-remap", "node_container",
@@ -294,7 +294,7 @@ class _Scope:
 
 @dataclass
 class _FileCtx:
-    """The launch file being read and how we got there (for messages and $(dirname))."""
+    """The launch file being read and how it was reached (for messages and $(dirname))."""
 
     path: str  # absolute
     display: str  # as shown in messages

@@ -6,7 +6,7 @@ that exits normally removes them; one killed with SIGKILL, or that dies in nativ
 and nothing else does: Fast DDS only offers ``fastdds shm clean`` by hand. On a robot whose nodes
 are respawned after crashes, each crash leaves ~17 MB in ``/dev/shm``, which is RAM. The runner
 therefore removes such leftovers after a node of its graph exits abnormally, before it is
-respawned (issue 20: "after hours of running").
+respawned, so that a graph running for hours does not fill RAM with them.
 
 Which files are leftovers is decided the way ``fastdds shm clean`` decides it: each segment and port
 has a lock file (``..._el`` or ``..._sl``) that its owner holds locked (``flock``) while it lives; a

@@ -86,7 +86,7 @@ def package_share(package: str) -> str:
 
     package_prefix(package)  # for its clear error messages
     with warnings.catch_warnings():
-        # ament_index_python warns on stderr when the directory is missing; we raise instead.
+        # ament_index_python warns on stderr when the directory is missing; this raises instead.
         warnings.simplefilter("ignore")
         share = get_package_share_directory(package)
     if not os.path.isdir(share):
