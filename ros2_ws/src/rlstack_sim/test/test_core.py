@@ -222,7 +222,9 @@ def test_odom_gyro_turns_the_odometry_with_a_base_that_turns_in_place_of_its_whe
 
 def test_parameters_and_backend_errors():
     values = {p.name: p.default for p in bridge_parameters(scene_names(), ("pybullet",))}
-    assert len(values) == 38 and not depth_noise(values).enabled
+    assert len(values) == 40 and not depth_noise(values).enabled
+    # the ROS 2 standard simulation services: served by default, under the bridge's name
+    assert values["simulation_interfaces"] is True and values["simulation_interfaces_prefix"] == "~"
     assert values["ee_step_period_s"] == 0.0   # one control period unless a graph asks (the MuJoCo fetch)
     ranged = [p for p in bridge_parameters(scene_names(), ("pybullet",)) if p.min_value is not None]
     assert all(p.min_value <= p.default <= p.max_value for p in ranged)
