@@ -40,13 +40,13 @@ that takes ready subscriptions before services (ours: its fast lane and the exec
 applies it first once it has arrived. On one machine over shared memory the message comes first
 in practice (tests/test_sim_interfaces.py compares every step with the in-process env, exactly);
 across machines a command may be a step late, as for any client of the standard alone. (Waiting for
-the subscription's acknowledgement, ``Publisher.wait_for_all_acked``, took over 2 s per message
-here: not an option per step.) The standard cannot
+the subscription's acknowledgement, ``Publisher.wait_for_all_acked``, did not return within 2 s per
+message here: not an option per step.) The standard cannot
 choose a reset's seed: ``reset(seed=s)`` does not set the simulator's seed (``info["episode_seed"]``
 is ``None``; our bridge draws its ``seed`` parameter + n for its n-th standard reset). The
 observation after a step is the one stamped one control period after the previous one. Slower than
-``request`` (two messages and an acknowledgement per step besides the call); the default stays
-``topics``.
+``request`` (a command message and an observation message per step besides the call), faster than
+``topics`` (no ``steps=0`` sync call; bench/bench_sim_interfaces.py); the default stays ``topics``.
 
 Observations stamped with the post-step sim time (``transport="topics"``): every observation topic's newest
 message must carry ``response.sim_time`` (bounded by ``timeout_s``). The bridge must
