@@ -12,22 +12,19 @@ For one scene (default cart-pole), one lockstep ``sim_bridge`` process on a priv
   and ``standard`` (``ResetSimulation``/``StepSimulation`` and the topics only: what works against
   any simulator that speaks the standard).
 
-Output: JSON on stdout, a markdown table on stderr. ``--write`` also writes
-docs/results/sim_interfaces_speed.json (command, commit, date, hardware).
+Output: JSON on stdout, a markdown table on stderr. ``--record docs/results/sim_interfaces_speed.json``
+also writes the results file (with the command, commit, date and hardware; rlstack_common.results_record).
 
 Usage::
 
-    source env.sh && python bench/bench_sim_interfaces.py [--steps 2000] [--write]
+    source env.sh && python bench/bench_sim_interfaces.py [--steps 2000] [--record docs/results/sim_interfaces_speed.json]
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -129,49 +126,21 @@ def table(result: dict) -> str:
     return "\n".join(lines)
 
 
-def results_file(result: dict, command: str) -> dict:
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
-               platform.processor() or "unknown CPU")
-    return {
-        "title": "ROS 2 standard simulation interface against our lockstep extension (bench_sim_interfaces)",
-        "section": "Simulator and training throughput",
-        "order": 3,
-        "figures": [
-            {"label": f"{result['scene']}, LockstepEnv through the standard services + topics",
-             "path": "env_steps_per_s.standard", "format": "{:,} env steps/s"},
-            {"label": f"{result['scene']}, LockstepEnv through our extension (command and observation in the call)",
-             "path": "env_steps_per_s.request", "format": "{:,} env steps/s"},
-            {"label": f"{result['scene']}, StepSimulation, 1 step per call",
-             "path": "service_steps_per_s.standard_step_simulation", "format": "{:,} control steps/s"},
-        ],
-        "command": command,
-        "commit": commit,
-        "date": datetime.date.today().isoformat(),
-        "hardware": f"{os.cpu_count()} CPU cores ({cpu}), no GPU; a machine shared with other work",
-        "source": "bench",
-        "notes": f"one run, load average {os.getloadavg()[0]:.1f} on the machine when it ended; PyBullet cart-pole, lockstep bridge at 60 Hz control, bridge and client on one machine "
-                 "over shared memory. The standard path publishes the command on its topic and reads the "
-                 "observation from /joint_states; the extension carries both in one call.",
-        "summary": result,
-    }
-
-
 def main(argv=None) -> int:
+    from rlstack_common.results_record import add_record_argument, command_line, record
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--scene", default="cartpole", choices=sorted(ENV_IDS))
     ap.add_argument("--steps", type=int, default=2000, help="env steps per transport")
     ap.add_argument("--calls", type=int, default=2000, help="service calls per service")
-    ap.add_argument("--write", action="store_true", help="write docs/results/sim_interfaces_speed.json")
+    add_record_argument(ap)
     args = ap.parse_args(argv)
     result = run(args.scene, args.steps, args.calls)
+    result["load_average_1min"] = round(os.getloadavg()[0], 1)   # the machine is shared: how busy it was
     print(json.dumps(result, indent=1))
     print(table(result), file=sys.stderr)
-    if args.write:
-        command = "python bench/bench_sim_interfaces.py " + " ".join(a for a in (argv or sys.argv[1:]))
-        out = REPO / "docs" / "results" / "sim_interfaces_speed.json"
-        out.write_text(json.dumps(results_file(result, command.strip()), indent=1) + "\n")
-        print(f"wrote {out.relative_to(REPO)}", file=sys.stderr)
+    if args.record:
+        record(args.record, result, command=command_line(argv=argv))
     return 0
 
 

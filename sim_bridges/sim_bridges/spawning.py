@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from typing import Dict, Iterable, Optional
+from typing import Dict, Iterable
 
 from .contract import Pose
 from .scenes.spec import ObjectSpec
@@ -52,7 +52,7 @@ def check_delete(name: str, deletable: Iterable[str]) -> None:
         raise ValueError(f"unknown entity '{name}'; deletable: {', '.join(deletable) or 'none'}")
 
 
-def spawned_spec(template: ObjectSpec, name: str, pose: Pose, existing: Optional[Iterable[str]] = None) -> ObjectSpec:
+def spawned_spec(template: ObjectSpec, name: str, pose: Pose) -> ObjectSpec:
     """The template renamed and placed at ``pose`` (a unit quaternion is normalised exactly)."""
     q = [float(v) for v in pose.orientation]
     norm = math.sqrt(sum(v * v for v in q))

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Iterable, List, Mapping, Optional, Sequence, Tuple
 
 # simulation_interfaces/msg/Result (tests check these equal the generated constants)
 RESULT_FEATURE_UNSUPPORTED = 0
