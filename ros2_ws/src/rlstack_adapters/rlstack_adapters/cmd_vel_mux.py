@@ -7,6 +7,9 @@ Subscribes: one geometry_msgs/Twist topic per input (``input_topics``), and ``lo
 The highest-priority input whose last command is at most its timeout old wins and its commands
 are forwarded as they arrive; when none wins any more, one zero command is sent (``stop_on_idle``)
 and the mux stays silent. Semantics and the lock: ``rlstack_adapters.mux`` (the pure core).
+Timeouts run on the steady (wall) clock, also under use_sim_time: they ask whether a source is
+still talking, and the sources publish on wall-clock loops (the mission) or per /odom message;
+a paused or faster-than-real-time simulation neither freezes nor shortens them.
 In the fetch and robot graphs the navigation controller publishes on /cmd_vel_nav, the mission's
 docking moves on /cmd_vel_mission, and this node alone publishes /cmd_vel.
 """
@@ -14,9 +17,11 @@ docking moves on /cmd_vel_mission, and this node alone publishes /cmd_vel.
 from __future__ import annotations
 
 import sys
+import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Twist, Vector3
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from std_msgs.msg import Bool
 
@@ -37,7 +42,7 @@ class CmdVelMux(Node):
                    "one per input name")
         prios = p("input_priorities", [20, 10], "Input priorities, one per input, distinct, higher wins",
                   constraints="each 1..255")
-        timeouts = p("input_timeouts", [0.5, 0.5], "Input timeouts, s: an input older than this no longer wins "
+        timeouts = p("input_timeouts", [0.5, 0.5], "Input timeouts, s of the steady clock: an input older than this no longer wins "
                      "(0: never stale once it has sent a command)", constraints="each 0..60")
         lock_topic = p("lock_topic", "", "Lock input (std_msgs/Bool, true = locked); empty: no lock")
         lock_prio = p("lock_priority", 255, "Inputs with priority up to this are masked while the lock is engaged",
@@ -59,14 +64,16 @@ class CmdVelMux(Node):
             self.create_subscription(Twist, inp.topic, lambda m, n=inp.name: self.on_input(n, m), 10)
         if lock is not None:
             self.create_subscription(Bool, lock.topic, self.on_lock, 10)
-        self.create_timer(1.0 / rate, lambda: self.send(self.core.tick(self.now())))
-        self.create_timer(diag_period, self.publish_diagnostics)
+        steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self.create_timer(1.0 / rate, lambda: self.send(self.core.tick(self.now())), clock=steady)
+        self.create_timer(diag_period, self.publish_diagnostics, clock=steady)
         desc = ", ".join(f"{i.name} {i.topic} (priority {i.priority}, timeout {i.timeout_s:g} s)" for i in inputs)
         self.get_logger().info(f"-> {out_topic}: {desc}" + (f"; lock {lock.topic} (priority {lock.priority})"
                                                             if lock else ""))
 
-    def now(self) -> float:
-        return self.get_clock().now().nanoseconds * 1e-9
+    @staticmethod
+    def now() -> float:
+        return time.monotonic()
 
     def on_input(self, name: str, msg: Twist) -> None:
         lin = (msg.linear.x, msg.linear.y, msg.linear.z)
