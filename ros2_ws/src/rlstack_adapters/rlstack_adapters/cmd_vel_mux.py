@@ -42,8 +42,8 @@ class CmdVelMux(Node):
                    "one per input name")
         prios = p("input_priorities", [20, 10], "Input priorities, one per input, distinct, higher wins",
                   constraints="each 1..255")
-        timeouts = p("input_timeouts", [0.5, 0.5], "Input timeouts, s of the steady clock: an input older than this no longer wins "
-                     "(0: never stale once it has sent a command)", constraints="each 0..60")
+        timeouts = p("input_timeouts", [0.5, 0.5], "Input timeouts, s of the steady clock: an input older than "
+                     "this no longer wins (0: never stale once it has sent a command)", constraints="each 0..60")
         lock_topic = p("lock_topic", "", "Lock input (std_msgs/Bool, true = locked); empty: no lock")
         lock_prio = p("lock_priority", 255, "Inputs with priority up to this are masked while the lock is engaged",
                       min_value=0, max_value=255)
