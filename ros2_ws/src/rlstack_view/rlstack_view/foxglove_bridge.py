@@ -71,11 +71,18 @@ class FoxgloveBridge:
         self._lock = threading.Lock()
         bridge = self
 
+        self._subscribers: Dict[str, Set[int]] = {}
+
         class Listener(foxglove.ServerListener):
             def on_subscribe(self, client, channel) -> None:
                 with bridge._lock:
+                    bridge._subscribers.setdefault(channel.topic, set()).add(client.id)
                     if channel.topic in bridge.latched:
                         bridge._resend.add(channel.topic)
+
+            def on_unsubscribe(self, client, channel) -> None:
+                with bridge._lock:
+                    bridge._subscribers.get(channel.topic, set()).discard(client.id)
 
         self.server = foxglove.start_server(name=name, host=host, port=port, server_listener=Listener(),
                                             capabilities=[])
@@ -83,6 +90,11 @@ class FoxgloveBridge:
     @property
     def port(self) -> int:
         return self.server.port
+
+    def watched_topics(self) -> Set[str]:
+        """The topics some Foxglove client subscribes to now."""
+        with self._lock:
+            return {t for t, ids in self._subscribers.items() if ids}
 
     def add_ros_topic(self, topic: str, type_name: str, latched: bool = False) -> None:
         schema = self._fg.Schema(name=type_name, encoding="ros2msg",

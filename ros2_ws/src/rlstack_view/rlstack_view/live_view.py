@@ -35,7 +35,7 @@ from rlstack_common.qos import LATCHED, TF_STATIC
 from rlstack_interfaces.msg import SemanticMap
 
 from .core import (MapFrame, check_bind, downscale, encode_png, image_to_rgb, is_loopback, occupancy_to_grey,
-                   place_labels, yaw_of, TfTree2D)
+                   parse_tf_cdr, place_labels, yaw_of, TfTree2D)
 from .server import ViewServer
 
 SENSOR = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
@@ -135,17 +135,25 @@ class LiveView(Node):
                      "rlstack_interfaces/msg/SemanticMap": SemanticMap}
         from visualization_msgs.msg import MarkerArray
         msg_types["visualization_msgs/msg/MarkerArray"] = MarkerArray
-        self.subs = []
+        # Latched, low-rate topics stay subscribed; the busy ones (/tf, the camera, the semantic map)
+        # only while someone watches them: a page is open, or a Foxglove client subscribes.
+        self.lazy: Dict[str, tuple] = {}
+        self.subs: Dict[str, Any] = {}
+        self.unwatched_since: Dict[str, float] = {}
         for topic, type_name, qos, handler in topics:
             latched = qos is LATCHED or qos is TF_STATIC
             if self.bridge is not None and type_name != "rlstack_interfaces/msg/SemanticMap":
                 self.bridge.add_ros_topic(topic, type_name, latched=latched)
-            self.subs.append(self.create_subscription(
-                msg_types[type_name], topic, self._raw_callback(topic, msg_types[type_name], handler), qos, raw=True))
-        self.subs.append(self.create_subscription(Image, self.camera_topic, self.on_camera, SENSOR, raw=True))
+            spec = (msg_types[type_name], self._raw_callback(topic, msg_types[type_name], handler), qos)
+            if latched:
+                self.subs[topic] = self.create_subscription(spec[0], topic, spec[1], qos, raw=True)
+            else:
+                self.lazy[topic] = spec
+        self.lazy[self.camera_topic] = (Image, self.on_camera, SENSOR)
+        self.fox_camera = self.camera_topic.rstrip("/") + "/compressed"
         if self.bridge is not None:
-            self.bridge.add_ros_topic(self.camera_topic.rstrip("/") + "/compressed",
-                                      "sensor_msgs/msg/CompressedImage")
+            self.bridge.add_ros_topic(self.fox_camera, "sensor_msgs/msg/CompressedImage")
+        self.create_timer(0.25, self.update_subscriptions)
 
         from rlstack_mission.send_fetch import fetch_action_client
         self.client = fetch_action_client(self, self.fetch_action)
@@ -157,6 +165,27 @@ class LiveView(Node):
         fox = f"ws://{self.fox_host}:{self.bridge.port}" if self.bridge is not None else "off"
         self.get_logger().info(f"live view: {url}  (Foxglove / Lichtblick: {fox})")
         print(f"live view: {url}", flush=True)
+
+    def watched(self) -> set:
+        """The lazily subscribed topics someone watches now."""
+        wanted = set(self.lazy) if self.server.client_count() else set()
+        if self.bridge is not None:
+            fox = self.bridge.watched_topics()
+            wanted |= {t for t in self.lazy if t in fox}
+            if self.fox_camera in fox:
+                wanted.add(self.camera_topic)
+        return wanted
+
+    def update_subscriptions(self) -> None:
+        wanted, now = self.watched(), time.monotonic()
+        for topic, (cls, callback, qos) in self.lazy.items():
+            if topic in wanted:
+                self.unwatched_since.pop(topic, None)
+                if topic not in self.subs:
+                    self.subs[topic] = self.create_subscription(cls, topic, callback, qos, raw=True)
+            elif topic in self.subs and now - self.unwatched_since.setdefault(topic, now) > 10.0:
+                self.destroy_subscription(self.subs.pop(topic))   # nobody watched it for 10 s
+                self.unwatched_since.pop(topic, None)
 
     # ------------------------------------------------------------------ inputs
     def _bad(self, kind: str, text: str) -> None:
@@ -171,7 +200,7 @@ class LiveView(Node):
                 self.bridge.log(topic, raw, time.time_ns())
             if handler is not None:
                 try:
-                    handler(deserialize_message(raw, cls))
+                    handler(raw if cls is TFMessage else deserialize_message(raw, cls))
                 except (ValueError, TypeError, IndexError) as exc:
                     self._bad(f"bad {topic}", str(exc))
         return callback
@@ -198,11 +227,17 @@ class LiveView(Node):
         with self.lock:
             self.plan = pts
 
-    def on_tf(self, msg: TFMessage) -> None:
+    def on_tf(self, raw: bytes) -> None:
+        try:
+            transforms = parse_tf_cdr(raw)
+        except ValueError:   # not plain CDR: the message classes read it
+            msg = deserialize_message(raw, TFMessage)
+            transforms = [(t.header.frame_id, t.child_frame_id, t.transform.translation.x, t.transform.translation.y,
+                           t.transform.translation.z, t.transform.rotation.x, t.transform.rotation.y,
+                           t.transform.rotation.z, t.transform.rotation.w) for t in msg.transforms]
         with self.lock:
-            for t in msg.transforms:
-                r, v = t.transform.rotation, t.transform.translation
-                self.tf.set(t.header.frame_id, t.child_frame_id, v.x, v.y, yaw_of(r.x, r.y, r.z, r.w))
+            for parent, child, x, y, _z, qx, qy, qz, qw in transforms:
+                self.tf.set(parent, child, x, y, yaw_of(qx, qy, qz, qw))
 
     def on_semantic_map(self, msg: SemanticMap) -> None:
         objs = [{"label": (o.label or f"object {o.id}")[:40], "x": o.position.x, "y": o.position.y,
@@ -230,7 +265,7 @@ class LiveView(Node):
             raw, seq = self.camera_raw, self.camera_seq
         if raw is None or seq == self.camera_sent_seq:
             return
-        if self.server.client_count() == 0 and (self.bridge is None or not self._fox_has_sinks()):
+        if self.camera_topic not in self.watched():
             return
         self.camera_sent_seq = seq
         try:
@@ -246,11 +281,7 @@ class LiveView(Node):
                                    "w": int(rgb.shape[1]), "h": int(rgb.shape[0])})
         if self.bridge is not None:
             out = CompressedImage(header=img.header, format="png", data=png)
-            self.bridge.log(self.camera_topic.rstrip("/") + "/compressed", serialize_message(out), time.time_ns())
-
-    def _fox_has_sinks(self) -> bool:
-        ch = self.bridge.channels.get(self.camera_topic.rstrip("/") + "/compressed")
-        return bool(ch is not None and ch.has_sinks())
+            self.bridge.log(self.fox_camera, serialize_message(out), time.time_ns())
 
     def state(self, with_map: bool) -> Dict[str, Any]:
         with self.lock:

@@ -184,3 +184,30 @@ def test_ros2msg_schema_lists_every_nested_type(tmp_path):
     names = [line[5:] for line in schema.splitlines() if line.startswith("MSG: ")]
     assert sorted(names) == sorted(f"{p}/{n}" for p, n in msgs if n != "TFMessage")
     assert len(names) == len(set(names))
+
+
+def test_tf_cdr_reader_matches_the_message_classes():
+    from geometry_msgs.msg import TransformStamped
+    from rclpy.serialization import serialize_message
+    from tf2_msgs.msg import TFMessage
+
+    from rlstack_view.core import parse_tf_cdr
+
+    msg = TFMessage()
+    for i, (parent, child) in enumerate([("odom", "base_link"), ("base_link", "arm_link_1"), ("map", "o")]):
+        t = TransformStamped()
+        t.header.frame_id, t.child_frame_id = parent, child
+        t.header.stamp.sec, t.header.stamp.nanosec = 100 + i, 7
+        t.transform.translation.x, t.transform.translation.y, t.transform.translation.z = 1.5 + i, -2.25, 0.125
+        t.transform.rotation.z, t.transform.rotation.w = math.sin(0.3 * i), math.cos(0.3 * i)
+        msg.transforms.append(t)
+    raw = serialize_message(msg)
+    got = parse_tf_cdr(raw)
+    assert [(p, c) for p, c, *_ in got] == [("odom", "base_link"), ("base_link", "arm_link_1"), ("map", "o")]
+    for i, (_p, _c, x, y, z, qx, qy, qz, qw) in enumerate(got):
+        assert (x, y, z, qx, qy) == (1.5 + i, -2.25, 0.125, 0.0, 0.0)
+        assert (qz, qw) == pytest.approx((math.sin(0.3 * i), math.cos(0.3 * i)))
+    assert parse_tf_cdr(serialize_message(TFMessage())) == []
+    for bad in (b"", b"\x00\x01\x00\x00\xff\xff\xff\xff", raw[:-9], b"\x07" * 40):
+        with pytest.raises(ValueError):
+            parse_tf_cdr(bad)
