@@ -90,7 +90,7 @@ def bridge_parameters(scenes: Sequence[str], backends: Sequence[str]) -> List[Pa
           "drivers do (realtime mode only): for a graph run with use_sim_time false"),
         P("simulation_interfaces", True, "Serve the ROS 2 standard simulation services (simulation_interfaces) "
           "beside the bridge's own; false leaves them out (each service adds ~2 us to every wait of a lockstep "
-          "bridge's fast lane: about 2-4 % of the ~/step rate for the eleven)"),
+          "bridge's fast lane: an estimated 2-4 % of the ~/step rate for the eleven)"),
         P("simulation_interfaces_prefix", "~", "Where the ROS 2 standard simulation services "
           "(simulation_interfaces: step_simulation, reset_simulation, get_entity_state, ...) are served: '~' "
           "under the bridge's name (/sim_bridge/step_simulation), '/' at the root (/step_simulation, as Isaac "
