@@ -4,8 +4,10 @@
 bridge: the camera mount; navigation: ``map -> odom``), and a late subscriber receives one per
 publisher at once: a history of 1 kept only the last, and the mission once lost ``map -> odom``
 that way (docs/reference/mission.md). ``LATCHED``: one latched message per topic (``/map``, states).
-``SENSOR``: camera images, depth and camera_info as subscribers request them, rclpy's
-``qos_profile_sensor_data`` (best effort, volatile, keep last 5). A best-effort volatile request matches
+``SENSOR``: camera images, depth and camera_info as subscribers request them: rclpy's
+``qos_profile_sensor_data`` (best effort, volatile) with a history of 2 instead of 5. Every camera
+consumer works on the latest frame, and with 5 queued frames nav_controller's depth callbacks held
+its /odom callbacks back past ``odom_timeout_s`` (tests/test_nav_controller.py, blocked path). A best-effort volatile request matches
 both a reliable publisher (the sim bridge) and a best-effort one (most real camera drivers); a reliable
 request never connects to a best-effort driver. :func:`sensor_subscription` creates such a
 subscription with :func:`incompatible_qos_logger` attached. docs/reference/qos.md lists every topic.
@@ -19,7 +21,7 @@ TF_STATIC = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100, reliability=R
                        durability=DurabilityPolicy.TRANSIENT_LOCAL)
 LATCHED = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
-SENSOR = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=5, reliability=ReliabilityPolicy.BEST_EFFORT,
+SENSOR = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=2, reliability=ReliabilityPolicy.BEST_EFFORT,
                     durability=DurabilityPolicy.VOLATILE)
 
 
