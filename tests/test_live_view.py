@@ -19,14 +19,11 @@ times there; LIVE_VIEW_SCREENSHOT=<path> saves a screenshot of the page during t
 
 from __future__ import annotations
 
-import datetime
 import json
 import os
-import platform
 import re
 import shutil
 import struct
-import subprocess
 import time
 from pathlib import Path
 
@@ -284,27 +281,22 @@ def test_the_page_in_chromium_draws_the_map_and_camera_and_runs_a_fetch(tmp_path
             view.stop()
             harness.apply(layout)
             r = harness.fetch(layout, 420.0)
-            record = {
+            from rlstack_common.results_record import record
+
+            record(cost_json, {
                 "what": "live_view's CPU share during one fetch in the full fetch graph (robot mode, wall clock), "
                         "and the fetch's wall time with the view (page open in headless Chromium) and without it, "
                         "same layout (seed 1: the green cube on table_3)",
-                "command": "LIVE_VIEW_COST_JSON=docs/results/view_cost.json python -m pytest "
-                           "tests/test_live_view.py -k chromium -q",
-                "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
-                                         text=True).stdout.strip(),
-                "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"),
-                "hardware": f"{platform.machine()}, {os.cpu_count()} CPU cores (shared), {platform.processor() or ''}".strip(", "),
                 "view_cpu_s": round(view_cpu, 2),
-                "view_cpu_share_of_one_core": round(view_cpu / with_view_s, 4),
+                "view_cpu_share_of_one_core_during_fetch": round(view_cpu / with_view_s, 4),
                 "fetch_with_view_s": round(with_view_s, 1),
                 "fetch_with_view_result": result.split(":")[0],
                 "fetch_without_view_s": r["wall_s"],
                 "fetch_without_view_result": r["code_name"],
                 "camera_to_view": "downscaled to 160 px wide, PNG, 2 Hz",
-                "runs": 1,
                 "note": "one fetch each on a machine shared with other work: a single pair, not a distribution",
-            }
-            Path(cost_json).write_text(json.dumps(record, indent=2) + "\n")
+            }, command=f"LIVE_VIEW_COST_JSON={cost_json} python -m pytest tests/test_live_view.py -k chromium -q",
+                root=REPO)
     finally:
         if browser is not None:
             browser.quit()
