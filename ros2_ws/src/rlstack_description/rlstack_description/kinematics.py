@@ -18,6 +18,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from rlstack_bundle.frames import quat_mul as quat_multiply, quat_rotate   # the one frame-math module
+
 Vec = Tuple[float, float, float]
 Quat = Tuple[float, float, float, float]
 Transform = Tuple[Vec, Quat]
@@ -45,24 +47,6 @@ def quat_from_rpy(roll: float, pitch: float, yaw: float) -> Quat:
 def quat_from_axis_angle(axis: Vec, angle: float) -> Quat:
     s = math.sin(angle / 2)
     return (axis[0] * s, axis[1] * s, axis[2] * s, math.cos(angle / 2))
-
-
-def quat_multiply(a: Quat, b: Quat) -> Quat:
-    ax, ay, az, aw = a
-    bx, by, bz, bw = b
-    return (aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw,
-            aw * bw - ax * bx - ay * by - az * bz)
-
-
-def quat_rotate(q: Quat, v: Vec) -> Vec:
-    x, y, z, w = q
-    # v + 2 w (u x v) + 2 u x (u x v), u = (x, y, z)
-    tx, ty, tz = 2 * (y * v[2] - z * v[1]), 2 * (z * v[0] - x * v[2]), 2 * (x * v[1] - y * v[0])
-    return (v[0] + w * tx + y * tz - z * ty,
-            v[1] + w * ty + z * tx - x * tz,
-            v[2] + w * tz + x * ty - y * tx)
 
 
 def compose(a: Transform, b: Transform) -> Transform:
