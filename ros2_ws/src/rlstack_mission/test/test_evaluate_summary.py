@@ -1,0 +1,33 @@
+"""The fetch evaluation's summary: where the time of a successful fetch goes (median and p90 of each
+mission phase, and of the whole fetch), from the episodes the evaluator records."""
+
+import pytest
+
+from rlstack_mission.evaluate import PHASES, percentile, phase_stats, summarize
+
+
+def episode(wall_s, success=True, **phases):
+    return {"success": success, "code_name": "SUCCEEDED" if success else "UNREACHABLE", "reason": "r",
+            "wall_s": wall_s, "dropoff_error_m": 0.05, "grasp_attempts": 1, "phase_durations": phases}
+
+
+def test_percentile_interpolates_between_ranks_as_numpy_does():
+    assert percentile([5.0], 90) == 5.0
+    assert percentile([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0], 90) == pytest.approx(9.1)
+    assert percentile([3.0, 1.0, 2.0], 50) == 2.0
+    with pytest.raises(ValueError):
+        percentile([], 90)
+
+
+def test_phase_stats_cover_every_phase_of_successful_fetches_only():
+    ok = [episode(60.0, EXPLORE=10.0 * i, GRASP=12.0) for i in range(1, 11)]
+    stats = phase_stats(ok)
+    assert set(stats) == set(PHASES)
+    assert stats["EXPLORE"] == {"median": 55.0, "p90": 91.0}
+    assert stats["GRASP"] == {"median": 12.0, "p90": 12.0}
+    assert stats["DROP"] == {"median": 0.0, "p90": 0.0}   # a phase a fetch never entered counts 0 s
+
+    failed = episode(500.0, success=False, EXPLORE=400.0)
+    s = summarize(ok + [failed], 700.0, False, {}, {}, "table", False)
+    assert s["phase_s"] == stats
+    assert s["time_per_successful_fetch_s"]["p90"] == 60.0 and s["succeeded"] == 10
