@@ -59,6 +59,30 @@ def _run_layouts(a, harness, episodes: list) -> None:
         (out / "results.json").write_text(json.dumps({"episodes": episodes}, indent=1))
 
 
+PHASES = ("LOCATE", "EXPLORE", "NAVIGATE", "GRASP", "RETURN", "DROP")
+
+
+def percentile(values: list, q: float) -> float:
+    """The ``q``-th percentile (0..100) of ``values``, linear between the closest ranks (numpy's default)."""
+    ordered = sorted(values)
+    if not ordered:
+        raise ValueError("percentile of no values")
+    rank = (len(ordered) - 1) * q / 100.0
+    low = int(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def phase_stats(successes: list) -> dict:
+    """Seconds per mission phase over successful fetches: median and p90 of each phase (0 where a fetch
+    did not pass through it), to show where the time of a fetch goes."""
+    stats = {}
+    for ph in PHASES:
+        values = [e["phase_durations"].get(ph, 0.0) for e in successes]
+        stats[ph] = {"median": round(statistics.median(values), 1), "p90": round(percentile(values, 90), 1)}
+    return stats
+
+
 def summarize(episodes: list, wall_time_s: float, ground_truth_grasp: bool, graph_args: dict, cpu_share: dict,
               support: str, interrupted: bool) -> dict:
     """The results.json summary of a list of episodes (one run, or the merged shards of a Ray run)."""
@@ -72,11 +96,13 @@ def summarize(episodes: list, wall_time_s: float, ground_truth_grasp: bool, grap
         "success_rate": round(len(ok) / len(episodes), 3) if episodes else 0.0,
         "failure_reasons": dict(reasons),
         "time_per_successful_fetch_s": {"mean": round(statistics.mean(times), 1), "median": round(statistics.median(times), 1),
-                                        "max": round(max(times), 1)} if times else None,
+                                        "p90": round(percentile(times, 90), 1), "max": round(max(times), 1)}
+        if times else None,
         "grasp_attempts": dict(collections.Counter(str(e.get("grasp_attempts", "?")) for e in episodes)),
         "mean_dropoff_error_m": round(statistics.mean(e["dropoff_error_m"] for e in ok), 3) if ok else None,
         "phase_means_s": {ph: round(statistics.mean(e["phase_durations"].get(ph, 0.0) for e in ok), 1)
-                          for ph in ("LOCATE", "EXPLORE", "NAVIGATE", "GRASP", "RETURN", "DROP")} if ok else {},
+                          for ph in PHASES} if ok else {},
+        "phase_s": phase_stats(ok) if ok else {},
         "wall_time_s": round(wall_time_s, 1),
         "mode": "ground-truth grasp (ablation)" if ground_truth_grasp else "robot (grasp from perception)",
         "graph_args": graph_args,
