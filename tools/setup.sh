@@ -135,33 +135,24 @@ fi
 . "$ROOT/env.sh" 2>/dev/null
 
 BASE_PATHS=("$WS/src" "$ROOT/sim_bridges")
-# tf2_msgs is not on PyPI: build our compat copy only when no prefix outside this workspace
-# provides it, so a distribution's tf2_msgs is never shadowed.
-has_tf2_msgs() {
+# tf2_msgs and simulation_interfaces are not on PyPI: build our compat copy of one only when no prefix
+# outside this workspace provides it, so a distribution's package is never shadowed.
+provided_outside() {
   local prefix IFS=:
   for prefix in ${AMENT_PREFIX_PATH:-}; do
     case "$prefix" in "$WS/install"*) continue ;; esac
-    [ -e "$prefix/share/ament_index/resource_index/packages/tf2_msgs" ] && return 0
+    [ -e "$prefix/share/ament_index/resource_index/packages/$1" ] && return 0
   done
   return 1
 }
-if has_tf2_msgs; then
+if provided_outside tf2_msgs; then
   TF2=system
 else
   TF2=compat
   BASE_PATHS+=("$WS/compat/tf2_msgs")
 fi
-# simulation_interfaces (the ROS 2 standard simulation interface) is not on PyPI either: the same rule.
-# Only rlstack_sim (workstation side) uses it: the robot profile leaves it out.
-has_simulation_interfaces() {
-  local prefix IFS=:
-  for prefix in ${AMENT_PREFIX_PATH:-}; do
-    case "$prefix" in "$WS/install"*) continue ;; esac
-    [ -e "$prefix/share/ament_index/resource_index/packages/simulation_interfaces" ] && return 0
-  done
-  return 1
-}
-if [ "$PROFILE" != robot ] && [ -d "$WS/compat/simulation_interfaces" ] && ! has_simulation_interfaces; then
+# Only rlstack_sim (workstation side) uses simulation_interfaces: the robot profile leaves it out.
+if [ "$PROFILE" != robot ] && [ -d "$WS/compat/simulation_interfaces" ] && ! provided_outside simulation_interfaces; then
   BASE_PATHS+=("$WS/compat/simulation_interfaces")
 fi
 
