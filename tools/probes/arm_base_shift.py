@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How far the fetch robot's base moves while only its arm moves, and how much of it wheel odometry sees.
 
-    python tools/arm_base_shift.py [--layout 0] [--base-mass KG] [--jump] [--json out.json]
+    python tools/probes/arm_base_shift.py [--layout 0] [--base-mass KG] [--jump] [--json out.json]
 
 The arm moves its grasp point the way the fetch mission's ``_move_ee`` does (a third of the way per
 20 Hz step, at most 1.5 cm) through the mission's poses: carry -> look (the arm out of the camera's

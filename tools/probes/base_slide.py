@@ -2,13 +2,13 @@
 """Does the fetch robot's base move while it stands still, unseen by wheel odometry? Record a fetch, then replay it.
 
     # 1. record a fetch graph's base and arm topics (evaluator side: it reads /sim_ground_truth)
-    ROS_DOMAIN_ID=91 python tools/base_slide.py record out/slide.jsonl &
+    ROS_DOMAIN_ID=91 python tools/probes/base_slide.py record out/slide.jsonl &
     ROS_DOMAIN_ID=91 python -m rlstack_mission.evaluate --layouts 1 --seed-base 0 --out out/slide_eval
     kill -INT %1
     # 2. per lift: how far the true base and the wheel odometry moved in the seconds before it
-    python tools/base_slide.py lifts out/slide.jsonl
+    python tools/probes/base_slide.py lifts out/slide.jsonl
     # 3. the same /cmd_vel and /arm/* commands, at their recorded (wall) times, in process at 60 Hz
-    python tools/base_slide.py replay out/slide.jsonl --from -12 --to 1 --spread 0.05 \\
+    python tools/probes/base_slide.py replay out/slide.jsonl --from -12 --to 1 --spread 0.05 \\
         --object red_cube 2.550 -1.966 0.525 -102
 
 Why: the fetch graph's held grasp target is ~1 cm off the object along the robot's x with drifting

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How the semantic map names objects lying on the floor, seen by the fetch robot's head camera.
 
-    python tools/floor_object_scores.py [--layouts 6] [--no-noise] [--json out.json]
+    python tools/probes/floor_object_scores.py [--layouts 6] [--no-noise] [--json out.json]
 
 For each coloured cube, ball and cylinder lying on the floor in ``home`` layouts 1000.., the head
 camera looks from 2 m and from 1 m (the fetch's floor view distance), twice each from a random

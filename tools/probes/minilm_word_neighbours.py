@@ -7,7 +7,7 @@ its nearest neighbours among the *other* training words, leaving out every neigh
 token with it ("paint tin" does not vote for "tin"): the kind of the most similar kind word when that
 similarity is at least ``thr`` and beats the most similar absent kind by ``margin``, else "none of ours".
 
-    python tools/minilm_word_neighbours.py
+    python tools/probes/minilm_word_neighbours.py
 
 Prints, per (thr, margin): the share of kind words grounded right / wrong / not at all, and of
 absent kinds grounded to a kind.

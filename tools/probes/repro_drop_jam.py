@@ -1,4 +1,4 @@
-"""Reproduce the drop jam of the fetch evaluation in process (no ROS): ``python tools/repro_drop_jam.py``.
+"""Reproduce the drop jam of the fetch evaluation in process (no ROS): ``python tools/probes/repro_drop_jam.py``.
 
 About 1 fetch drop in 10 ends RELEASE_FAILED: the fingers open fully (8 cm) and the 5 cm cube still
 moves up with the hand (docs/reference/mission.md, Results). This script shows the mechanism, not its cause:
@@ -27,7 +27,7 @@ from rlstack_bundle import bundle
 from rlstack_learning.envs.mobile_lift import MobileLiftEnv
 from sim_bridges.scenes.mobile_table import TARGET
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CARRY_POINT = np.array([0.40, 0.0, 0.60])   # the mission's carry_point (base_link)
 
 

@@ -1,4 +1,4 @@
-"""The robot-mode lift against action delay and cube yaw, in process: ``python tools/lift_delay_sweep.py``.
+"""The robot-mode lift against action delay and cube yaw, in process: ``python tools/probes/lift_delay_sweep.py``.
 
 Why: in the 20-layout robot-mode evaluations every fetch that failed to lift a cube on a table
 (seeds 4, 8 and 18, twice) had the cube turned 40-45 deg to the robot's approach, and over ROS the
@@ -31,7 +31,7 @@ from sim_bridges.contract import Pose
 from sim_bridges.geometry import quat_from_rpy
 from sim_bridges.scenes.mobile_table import TARGET
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_cell(delay: int, yaw_deg: float, episodes: int, floor_fraction: float, expert: bool) -> int:

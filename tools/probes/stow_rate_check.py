@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Lift, then stow the arm to the carry pose as the fetch mission does, with the bridge's control
-rate above the commands' rate, in process: ``python tools/stow_rate_check.py --backend mujoco``.
+rate above the commands' rate, in process: ``python tools/probes/stow_rate_check.py --backend mujoco``.
 
 Why: in the fetch graph on MuJoCo the cube left the closed fingers during the stow. The
 graph's bridge runs at 60 Hz (``launch/params/sim_bridge.yaml``) while the lift policy and the
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CARRY = np.array([0.40, 0.0, 0.60])
 
 
