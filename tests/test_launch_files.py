@@ -145,7 +145,7 @@ def test_the_fetch_graph_takes_the_scene_and_other_kinds_run_on_home_kinds():
 def test_the_arm_step_period_reaches_the_bridge_and_the_mujoco_evaluation_sets_it():
     """The simulated arm spreads each /arm/ee_delta step over arm_step_period_s (bridge parameter
     ee_step_period_s): 0 (one control period) by default, 0.05 in the MuJoCo evaluation, where the
-    60 Hz bridge's 16.7 ms arm jerks dropped held cubes (tools/stow_rate_check.py)."""
+    60 Hz bridge's 16.7 ms arm jerks dropped held cubes (tools/probes/stow_rate_check.py)."""
     import argparse
 
     from rlstack_mission.evaluate import _graph_args

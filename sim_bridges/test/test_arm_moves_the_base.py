@@ -4,7 +4,7 @@ With each end-effector step's joint targets set in one jump and a 20 kg base bod
 grasp point between the fetch mission's poses walked the base 94 mm and turned it 4 deg while its
 wheels rolled under 1 mm: wheel odometry could not see it, and the grasp target held in ``odom`` was
 off by centimetres. The backend now interpolates each step's targets over the control period, and
-the base body weighs 40 kg. ``tools/arm_base_shift.py`` prints the full table.
+the base body weighs 40 kg. ``tools/probes/arm_base_shift.py`` prints the full table.
 """
 
 from __future__ import annotations
