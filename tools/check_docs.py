@@ -30,6 +30,7 @@ It starts nothing and runs in seconds. tests/test_docs.py runs it.
 
 from __future__ import annotations
 
+import argparse
 import ast
 import importlib.util
 import re
@@ -389,6 +390,7 @@ def check_all() -> List[str]:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
     problems = check_all()
     for p in problems:
         print(p)

@@ -12,6 +12,7 @@ per cycle (a strongly connected component of the module graph) when there is any
 
 from __future__ import annotations
 
+import argparse
 import ast
 import sys
 from pathlib import Path
@@ -109,7 +110,10 @@ def cycles(graph: Dict[str, Set[str]]) -> List[List[str]]:
 
 
 def main(argv: List[str]) -> int:
-    dirs = [Path(a).resolve() for a in argv] or package_dirs()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("packages", nargs="*", metavar="PKG_DIR",
+                    help="package folders to check (default: every package in ros2_ws/src and sim_bridges)")
+    dirs = [Path(a).resolve() for a in ap.parse_args(argv).packages] or package_dirs()
     found = 0
     for d in dirs:
         for comp in cycles(module_graph(d)):

@@ -10,6 +10,7 @@ INSTALLER record, which is how they are told apart.
 
 from __future__ import annotations
 
+import argparse
 import importlib.metadata as md
 import re
 import sys
@@ -36,7 +37,8 @@ def installable(dist: md.Distribution) -> bool:
     return installer == "pip" and dist.read_text("direct_url.json") is None
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
     pins: dict[str, str] = {}
     for dist in md.distributions():
         name = dist.metadata["Name"]

@@ -10,6 +10,11 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 WS="$ROOT/ros2_ws"
 RESULTS="$WS/test_results"
 WHICH="${1:-all}"
+case "$WHICH" in
+  all|packages|system) ;;
+  -h|--help) echo "usage: tools/run_tests.sh [all|packages|system]   (make test, make test-packages, make test-system)"; exit 0 ;;
+  *) echo "usage: tools/run_tests.sh [all|packages|system]" >&2; exit 2 ;;
+esac
 failed_runs=()
 expected=()   # suites that must produce a JUnit file: a silent "ran 0 tests" is a failure
 

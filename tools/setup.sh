@@ -19,6 +19,13 @@
 #           PyBullet, and the workstation-side packages (rlstack_learning, rlstack_sim,
 #           sim_bridges) are not built. `make test` / `make demo` need the full profile.
 set -euo pipefail
+case "${1:-}" in
+  -h|--help)
+    echo "usage: [ROBOT=1] [PYTHON=python3.11] tools/setup.sh   (make setup; make test and make demo run it first)"
+    echo "  ROBOT=1   the robot-side install only (requirements/robot.txt); default: the full profile"
+    echo "  PYTHON    the Python 3.11 interpreter that creates .venv (default: python3)"
+    exit 0 ;;
+esac
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
