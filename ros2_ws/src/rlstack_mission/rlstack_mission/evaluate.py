@@ -23,8 +23,11 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Sequence
 
 from rlstack_common.results_record import add_record_argument, command_line, record
+
+from .fetch import PHASES, STEPS
 
 ROOT = Path(__file__).resolve().parents[4] if (Path(__file__).resolve().parents[4] / "launch").is_dir() else Path.cwd()
 
@@ -59,7 +62,6 @@ def _run_layouts(a, harness, episodes: list) -> None:
         (out / "results.json").write_text(json.dumps({"episodes": episodes}, indent=1))
 
 
-PHASES = ("LOCATE", "EXPLORE", "NAVIGATE", "GRASP", "RETURN", "DROP")
 
 
 def percentile(values: list, q: float) -> float:
@@ -73,13 +75,17 @@ def percentile(values: list, q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
-def phase_stats(successes: list) -> dict:
-    """Seconds per mission phase over successful fetches: median and p90 of each phase (0 where a fetch
-    did not pass through it), to show where the time of a fetch goes."""
+def phase_stats(successes: list, key: str = "phase_durations", names: Sequence[str] = PHASES) -> dict:
+    """Seconds per mission phase (``key="step_durations"``, ``names=STEPS``: per step) over successful
+    fetches: median, p90 and mean of each (0 where a fetch did not pass through it), to show where the
+    time of a fetch goes. Names no fetch passed through are left out."""
     stats = {}
-    for ph in PHASES:
-        values = [e["phase_durations"].get(ph, 0.0) for e in successes]
-        stats[ph] = {"median": round(statistics.median(values), 1), "p90": round(percentile(values, 90), 1)}
+    for name in names:
+        values = [e.get(key, {}).get(name, 0.0) for e in successes]
+        if not any(values) and names is not PHASES:
+            continue
+        stats[name] = {"median": round(statistics.median(values), 1), "p90": round(percentile(values, 90), 1),
+                       "mean": round(statistics.mean(values), 1)}
     return stats
 
 
@@ -103,6 +109,7 @@ def summarize(episodes: list, wall_time_s: float, ground_truth_grasp: bool, grap
         "phase_means_s": {ph: round(statistics.mean(e["phase_durations"].get(ph, 0.0) for e in ok), 1)
                           for ph in PHASES} if ok else {},
         "phase_s": phase_stats(ok) if ok else {},
+        "step_s": phase_stats(ok, "step_durations", STEPS) if ok else {},
         "wall_time_s": round(wall_time_s, 1),
         "mode": "ground-truth grasp (ablation)" if ground_truth_grasp else "robot (grasp from perception)",
         "graph_args": graph_args,

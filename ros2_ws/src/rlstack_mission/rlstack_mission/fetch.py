@@ -36,15 +36,36 @@ from __future__ import annotations
 
 import math
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
-from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Protocol, Sequence, Tuple
 
 import numpy as np
 
 from rlstack_bundle.frames import wrap_quarter
 
 PHASES = ("LOCATE", "EXPLORE", "NAVIGATE", "GRASP", "RETURN", "DROP")
+
+#: Where the time of a fetch goes, finer than the phases (``FetchResult.step_durations``; each second
+#: of a fetch counts in one step only, the innermost running one):
+#:   map_query     waiting on the semantic map's answers
+#:   explore_drive driving to exploration waypoints (or beside them)
+#:   look_around   turning in place at a waypoint to look
+#:   support_look  driving to and looking at the supports (tables) after the waypoints
+#:   approach      driving to the staging pose in front of the object
+#:   close_look    from the staging pose: the settle, the re-observation, the floor estimate
+#:   square_up     driving round to face a cube on the floor square
+#:   dock          driving straight in to the grasp distance
+#:   lift          the lift controller (estimate, wrist turn, lift, hold)
+#:   stow          the arm to its carry pose with the object
+#:   back_off      driving straight back out after the lift (or a failed one)
+#:   retry         after a failed lift: the arm recovered, the settle, the look again
+#:   carry         driving to the stand pose behind the drop-off
+#:   put_down      lowering, opening, checking the hand empty, the arm back
+#:   recover       a dropped object: the arm recovered, the look for it
+STEPS = ("map_query", "explore_drive", "look_around", "support_look", "approach", "close_look", "square_up", "dock",
+         "lift", "stow", "back_off", "retry", "carry", "put_down", "recover")
 
 
 class FetchCode(IntEnum):
@@ -126,6 +147,9 @@ class NavOutcome:
     #: navigation refused or paused the goal because the localiser reports the robot lost: no other
     #: pose is worth trying, the mission ends LOCALIZATION_LOST
     localization_lost: bool = False
+    #: stopped on the way because the caller's ``until`` answered True (the object was seen): the
+    #: base stands still where it was
+    interrupted: bool = False
     #: the carried object left the hand during the drive (the fingers closed on nothing): the
     #: drive was stopped there
     dropped: bool = False
@@ -216,7 +240,9 @@ class FetchParams:
     sensed_obstacle_margin: float = 0.10    # every staging pose planned on the static map blocked: plan again around
                                             # what navigation's sensors mark, grown by this (m; noisy depth makes
                                             # sensed blobs larger than the object)
-    settle_s: float = 1.0                   # wait after docking / releasing (s), for the map and the object to settle
+    settle_s: float = 1.0                   # wait after docking and before each look from a new place (s), for the map to settle
+    look_while_driving: bool = True         # while exploring, ask the map every look_period_s on the drives and turns
+                                            # and go for the object as soon as it is named (False: only at waypoints)
     max_drop_recoveries: int = 1            # the carried object fell out on the way to the drop-off: fetch it again
                                             # from where it fell this many times (0: GRASP_FAILED at once)
     drop_search_radius: float = 1.5         # ... a match this far from where it most likely fell (carry_offset ahead
@@ -234,14 +260,17 @@ class RobotPorts(Protocol):
     def map_status(self) -> str:
         """The semantic map's own summary with its last answer (objects held, camera frames used and
         skipped), for the reason of a NOT_FOUND; '' when unknown."""
-    def navigate(self, pose: Pose2D) -> NavOutcome: ...
+    def navigate(self, pose: Pose2D, until: Optional[Callable[[], bool]] = None) -> NavOutcome:
+        """Drive to ``pose`` (the navigation stack plans and follows). ``until``: asked every
+        ``look_period_s`` on the way; True stops the base where it is (``interrupted``)."""
     def sensed_obstacles(self) -> Optional[np.ndarray]:
         """Cells navigation's sensors mark occupied, on the grid of :meth:`occupancy` (None: unknown)."""
     def base_pose(self) -> Pose2D: ...
     def occupancy(self) -> Tuple[np.ndarray, float, Tuple[float, float]]:
         """(occupied mask [row, col], resolution, (origin x, origin y)) of the static map."""
     def drive_straight(self, distance: float) -> NavOutcome: ...
-    def turn(self, angle: float) -> NavOutcome: ...
+    def turn(self, angle: float, until: Optional[Callable[[], bool]] = None) -> NavOutcome:
+        """Turn in place by ``angle`` (rad, + counter-clockwise); ``until`` as in :meth:`navigate`."""
     def estimate_target(self, target: Match, from_afar: bool = False) -> GraspOutcome:
         """Estimate the target's grasp pose now and hold it (robot mode; the ablation needs none):
         for an object on the floor, which the camera no longer sees once the base has driven in.
@@ -661,6 +690,7 @@ class FetchResult:
     code: FetchCode
     reason: str
     phase_durations: Dict[str, float] = field(default_factory=dict)
+    step_durations: Dict[str, float] = field(default_factory=dict)   # seconds per :data:`STEPS` entry
     grasp_attempts: int = 0
     target: Optional[Match] = None
     distance_driven: float = 0.0
@@ -675,6 +705,8 @@ class FetchMission:
         self._phase: Optional[str] = None
         self._phase_t0 = 0.0
         self.durations: Dict[str, float] = {}
+        self.step_durations: Dict[str, float] = {}
+        self._steps: List[List] = []                  # the running steps, innermost last: [name, t0 of its last slice]
         self._next_waypoint = 0                       # exploration resumes here when asked again
         self._supports: Optional[List[SupportView]] = None   # supports to look at (planned when first needed)
         self._next_support = 0                        # ... resumed here when asked again
@@ -693,6 +725,29 @@ class FetchMission:
     def _close(self) -> None:
         self._enter("END") if self._phase else None
         self.durations.pop("END", None)
+
+    @contextmanager
+    def _step(self, name: str) -> Iterator[None]:
+        """Count the time inside the block to step ``name`` (one of :data:`STEPS`); a step started
+        inside another pauses it, so every second counts once. Measured on the monotonic clock,
+        not ``self.clock`` (the mission's decisions read that one; measuring must not move it)."""
+        now = time.monotonic()
+        if self._steps:
+            outer = self._steps[-1]
+            self.step_durations[outer[0]] = self.step_durations.get(outer[0], 0.0) + now - outer[1]
+        self._steps.append([name, now])
+        try:
+            yield
+        finally:
+            now = time.monotonic()
+            _, t0 = self._steps.pop()
+            self.step_durations[name] = self.step_durations.get(name, 0.0) + now - t0
+            if self._steps:
+                self._steps[-1][1] = now
+
+    def _query(self, text: str) -> List["Match"]:
+        with self._step("map_query"):
+            return self.ports.query(text)
 
     # -- the mission
     def run(self, query: str, dropoff: Pose2D) -> FetchResult:
@@ -717,19 +772,23 @@ class FetchMission:
                     if drops > self.p.max_drop_recoveries:
                         raise MissionAborted(FetchCode.GRASP_FAILED, f"{exc.reason} ({drops} drop(s) on the way; "
                                                                      f"max_drop_recoveries {self.p.max_drop_recoveries})")
-                    target = self._fetch_dropped(query, target, exc, result)
+                    with self._step("recover"):
+                        target = self._fetch_dropped(query, target, exc, result)
                     result.target = target
             self._enter("DROP", "putting it down at the drop-off point")
-            released = self.ports.release()
+            with self._step("put_down"):
+                released = self.ports.release()
             if not released.ok:
                 raise MissionAborted(FetchCode.RELEASE_FAILED,
                                      f"could not let go of '{target.label}' at the drop-off: {released.reason}")
-            self.ports.wait(self.p.settle_s)
+            # no settle wait here: the release ends with the arm's move back to its carry pose, by
+            # when the object put down 6 cm above the floor lies still
             result.code, result.reason = FetchCode.SUCCEEDED, f"brought '{target.label}' to the drop-off"
         except MissionAborted as exc:
             result.code, result.reason = exc.code, exc.reason
         self._close()
         result.phase_durations = dict(self.durations)
+        result.step_durations = dict(self.step_durations)
         return result
 
     def _fetch_dropped(self, query: str, carried: Match, drop: _Dropped, result: FetchResult) -> Match:
@@ -755,7 +814,7 @@ class FetchMission:
         nearby: List[Match] = []
         for k in range(looks):
             self.ports.wait(self.p.settle_s)
-            matches = [m for m in self.ports.query(query)
+            matches = [m for m in self._query(query)
                        if math.hypot(m.x - guess[0], m.y - guess[1]) <= self.p.drop_search_radius]
             # The map may still hold the object where it was picked up (within the radius when it
             # fell right after the grasp): not there any more. A near miss counts (a cube on the floor
@@ -855,6 +914,17 @@ class FetchMission:
             self._enter("EXPLORE", f"exploring on for '{query}'")
         deadline = self._explore_deadline
         waypoints = self.p.explore_waypoints
+        seen: List[Match] = []
+
+        def seen_on_the_way() -> bool:
+            """Asked while the robot drives and turns: the map is filled by every camera frame, so the
+            object is often named on the way, and the rest of the drive and the looks are not needed."""
+            found_now = self._ask(query, avoid)
+            if found_now is not None:
+                seen.append(found_now)
+            return found_now is not None
+
+        until = seen_on_the_way if self.p.look_while_driving else None
         while self._next_waypoint < len(waypoints):
             if self.clock() > deadline:
                 break
@@ -862,18 +932,25 @@ class FetchMission:
             self._next_waypoint += 1
             x, y, yaw = waypoints[i]
             self.ports.feedback("EXPLORE", f"waypoint {i + 1}/{len(waypoints)} ({x:.1f}, {y:.1f})")
-            outcome = self._navigate(Pose2D(x, y, yaw))
-            if not outcome.ok:
-                outcome = self._beside_waypoint(i, Pose2D(x, y, yaw), outcome)
+            with self._step("explore_drive"):
+                outcome = self._navigate(Pose2D(x, y, yaw), until)
+                if not outcome.ok and not seen:
+                    outcome = self._beside_waypoint(i, Pose2D(x, y, yaw), outcome, until)
+            if seen:
+                return self._seen_on_the_way(seen[-1], f"on the way to waypoint {i + 1}")
             n = max(1, self.p.look_around_yaws)
-            for k in range(n):
-                found = self._ask(query, avoid)
-                if found is not None:
-                    return found
-                if self.clock() > deadline or k == n - 1 or self.p.look_around_yaws == 0:
-                    break
-                self.ports.turn(2 * math.pi / n)  # look around in place
-        found = self._look_at_supports(query, avoid, deadline)
+            with self._step("look_around"):
+                for k in range(n):
+                    found = self._ask(query, avoid)
+                    if found is not None:
+                        return found
+                    if self.clock() > deadline or k == n - 1 or self.p.look_around_yaws == 0:
+                        break
+                    self.ports.turn(2 * math.pi / n, until)  # look around in place
+                    if seen:
+                        return self._seen_on_the_way(seen[-1], f"while looking around at waypoint {i + 1}")
+        with self._step("support_look"):
+            found = self._look_at_supports(query, avoid, deadline, until, seen)
         if found is not None:
             return found
         near = self._near_miss(avoid) or self._look_alike(query, avoid)
@@ -887,7 +964,13 @@ class FetchMission:
                              f"after exploring {len(waypoints)} waypoint(s){self._supports_looked()} ({seen}"
                              f"{'; the map: ' + status if status else ''})")
 
-    def _look_at_supports(self, query: str, avoid: Sequence[Match], deadline: float) -> Optional[Match]:
+    def _seen_on_the_way(self, found: Match, where: str) -> Match:
+        self.ports.feedback("EXPLORE", f"'{found.label}' seen {where} at ({found.x:.2f}, {found.y:.2f}), score "
+                                       f"{found.score:.2f}: going for it")
+        return found
+
+    def _look_at_supports(self, query: str, avoid: Sequence[Match], deadline: float,
+                          until: Optional[Callable[[], bool]] = None, seen: Sequence[Match] = ()) -> Optional[Match]:
         """The waypoints are done and nothing matched: look at the top of each support of the static
         map from its side (:func:`support_views`), asking after each look, from the next one not looked
         at on. A support none of whose poses navigation reaches is passed over."""
@@ -914,7 +997,9 @@ class FetchMission:
                     failed.append(f"({pose.x:.2f}, {pose.y:.2f}) has obstacles the sensors see within "
                                   f"the robot radius {self.robot_radius:.2f} m")
                     continue
-                outcome = self._navigate(pose)
+                outcome = self._navigate(pose, until)
+                if seen:
+                    return self._seen_on_the_way(seen[-1], f"on the way to support {i + 1}")
                 if outcome.ok:
                     break
                 failed.append(outcome.reason)
@@ -947,7 +1032,7 @@ class FetchMission:
         """The map's best match of ``query`` at or above ``min_match_score`` (none near ``avoid``); the
         best of any score is kept for the NOT_FOUND reason (a near miss reads differently from a map
         that holds nothing)."""
-        matches = self._last_answer = self.ports.query(query)
+        matches = self._last_answer = self._query(query)
         for m in matches:
             if math.isfinite(m.score) and (self._best_seen is None or m.score > self._best_seen.score):
                 self._best_seen = m
@@ -982,7 +1067,7 @@ class FetchMission:
         alike = look_alike_query(query, self.p.look_alikes)
         if not alike:
             return None
-        match = best_match(self.ports.query(alike), -math.inf, avoid=avoid)
+        match = best_match(self._query(alike), -math.inf, avoid=avoid)
         if match is None:
             return None
         self.ports.feedback("EXPLORE", f"nothing matched '{query}'; '{match.label}' at ({match.x:.2f}, {match.y:.2f}) "
@@ -1001,7 +1086,8 @@ class FetchMission:
         raise _WrongObject(f"'{target.label}' at ({target.x:.2f}, {target.y:.2f}) scored {target.score:.2f} from afar and "
                            f"{score} from close by, under {self.p.min_match_score:g}")
 
-    def _beside_waypoint(self, i: int, waypoint: Pose2D, failed: NavOutcome) -> NavOutcome:
+    def _beside_waypoint(self, i: int, waypoint: Pose2D, failed: NavOutcome,
+                         until: Optional[Callable[[], bool]] = None) -> NavOutcome:
         """Waypoint ``i`` could not be reached: try free poses beside it; look from where the robot ends."""
         mask, res, origin = self.ports.occupancy()
         for alt in alternate_viewpoints(mask, res, origin, waypoint, self.ports.base_pose(),
@@ -1009,8 +1095,8 @@ class FetchMission:
                                         self.p.waypoint_alternates):
             self.ports.feedback("EXPLORE", f"waypoint {i + 1} not reached ({failed.reason}); "
                                            f"trying beside it at ({alt.x:.1f}, {alt.y:.1f})")
-            outcome = self._navigate(alt)
-            if outcome.ok:
+            outcome = self._navigate(alt, until)
+            if outcome.ok or outcome.interrupted:
                 return outcome
             failed = outcome
         self.ports.feedback("EXPLORE", f"waypoint {i + 1} not reached: {failed.reason}; looking from here")
@@ -1048,10 +1134,10 @@ class FetchMission:
                                  f"cannot stand to grasp '{target.label}' at ({target.x:.2f}, {target.y:.2f}): {why}")
         return approaches
 
-    def _navigate(self, pose: Pose2D) -> NavOutcome:
-        """One navigation goal. Lost localisation ends the mission: every pose after it would be
-        driven to on a wrong idea of where the robot is."""
-        outcome = self.ports.navigate(pose)
+    def _navigate(self, pose: Pose2D, until: Optional[Callable[[], bool]] = None) -> NavOutcome:
+        """One navigation goal (``until``: :meth:`RobotPorts.navigate`). Lost localisation ends the
+        mission: every pose after it would be driven to on a wrong idea of where the robot is."""
+        outcome = self.ports.navigate(pose, until) if until is not None else self.ports.navigate(pose)
         if outcome.localization_lost:
             raise MissionAborted(FetchCode.LOCALIZATION_LOST, f"navigation stopped: localisation lost ({outcome.reason})")
         return outcome
@@ -1086,7 +1172,8 @@ class FetchMission:
                                                     f"trying {len(fresh)} planned around the obstacles the sensors see")
                 for candidate in fresh:
                     tried.append(candidate.staging)
-                    outcome = self._drive_to(candidate.staging, "staging pose")
+                    with self._step("approach"):
+                        outcome = self._drive_to(candidate.staging, "staging pose")
                     if outcome.ok:
                         reached = candidate
                         break
@@ -1097,17 +1184,19 @@ class FetchMission:
                 raise MissionAborted(FetchCode.UNREACHABLE,
                                      f"could not reach any side of '{target.label}': " + "; ".join(nav_reasons))
             # re-observe from the staging pose: the map's estimate is best from close by
-            self.ports.wait(self.p.settle_s)
-            answer = self.ports.query(query)
-            if not target.confirmed and not target.look_alike:   # a look-alike: the close look's shape check decides
-                target = self._confirm(answer, target)
-            refined = best_match(answer, self.p.min_match_score, near=(target.x, target.y),
-                                 max_shift=self.p.reobserve_max_shift)
-            if refined is not None:
-                target = refined
+            with self._step("close_look"):
+                self.ports.wait(self.p.settle_s)
+                answer = self._query(query)
+                if not target.confirmed and not target.look_alike:   # a look-alike: the close look's shape check decides
+                    target = self._confirm(answer, target)
+                refined = best_match(answer, self.p.min_match_score, near=(target.x, target.y),
+                                     max_shift=self.p.reobserve_max_shift)
+                if refined is not None:
+                    target = refined
             if reached.on_floor:
                 # the camera sees the floor only from ~0.72 m ahead: estimate here, then drive in
-                estimated = self._estimate_on_floor(target, failures, attempt)
+                with self._step("close_look"):
+                    estimated = self._estimate_on_floor(target, failures, attempt)
                 if estimated is None:
                     continue
                 base = self.ports.base_pose()
@@ -1117,33 +1206,40 @@ class FetchMission:
             else:
                 dock = min(max(0.0, reached.dock_distance(self.ports.base_pose(), self.p.grasp_clearance)),
                            self.p.staging_clearance)
-            docked = self.ports.drive_straight(dock)
+            with self._step("dock"):
+                docked = self.ports.drive_straight(dock)
             if not docked.ok:
                 failures.append(f"docking: {docked.reason}")
-                self.ports.drive_straight(-dock)
+                with self._step("back_off"):
+                    self.ports.drive_straight(-dock)
                 continue
             self._enter("GRASP", f"lifting '{target.label}' (attempt {attempt}/{self.p.max_grasp_attempts})")
             result.grasp_attempts = attempt
-            grasp = self.ports.grasp(target, estimate=not reached.on_floor)
+            with self._step("lift"):
+                grasp = self.ports.grasp(target, estimate=not reached.on_floor)
             if grasp.ok:
                 self._enter("RETURN", "stowing the arm in its carry pose")
-                stowed = self.ports.stow()
-                self.ports.drive_straight(-dock)
+                with self._step("stow"):
+                    stowed = self.ports.stow()
+                with self._step("back_off"):
+                    self.ports.drive_straight(-dock)
                 if not stowed.ok:
                     raise MissionAborted(FetchCode.GRASP_FAILED, f"lost '{target.label}' while stowing: {stowed.reason}")
                 return target
             if grasp.wrong_object:
-                self.ports.recover_arm()
-                self.ports.drive_straight(-dock)
+                with self._step("retry"):
+                    self.ports.recover_arm()
+                    self.ports.drive_straight(-dock)
                 raise _WrongObject(f"'{target.label}' at ({target.x:.2f}, {target.y:.2f}): {grasp.reason}",
                                    _set_aside_code(grasp))
             failures.append(grasp.reason)
             self.ports.feedback("GRASP", f"attempt {attempt} failed: {grasp.reason}; backing off to look again")
-            self.ports.recover_arm()
-            self.ports.drive_straight(-dock)
-            self.ports.wait(self.p.settle_s)
-            again = best_match(self.ports.query(query), self.p.min_match_score, near=(target.x, target.y),
-                               max_shift=self.p.reobserve_max_shift)
+            with self._step("retry"):
+                self.ports.recover_arm()
+                self.ports.drive_straight(-dock)
+                self.ports.wait(self.p.settle_s)
+                again = best_match(self._query(query), self.p.min_match_score, near=(target.x, target.y),
+                                   max_shift=self.p.reobserve_max_shift)
             if again is not None:
                 target = again
         why = f"could not lift '{target.label}' in {self.p.max_grasp_attempts} attempt(s): " + "; ".join(failures)
@@ -1183,7 +1279,9 @@ class FetchMission:
                 return estimated        # no free pose square to a face: grasp it as it lies
             self.ports.feedback("NAVIGATE", f"'{target.label}' is turned {math.degrees(turned):.0f} deg to the "
                                             "approach: going round to face it square")
-            if not self._drive_to(square.staging, "square-on pose").ok:
+            with self._step("square_up"):
+                squared_up = self._drive_to(square.staging, "square-on pose").ok
+            if not squared_up:
                 return estimated        # could not get there: grasp it from here
             estimated = self.ports.estimate_target(target, from_afar=True)
         return estimated
@@ -1191,7 +1289,8 @@ class FetchMission:
     def _return(self, dropoff: Pose2D) -> None:
         self._enter("RETURN", f"carrying to ({dropoff.x:.2f}, {dropoff.y:.2f})")
         stand = stand_pose_for_drop(dropoff.x, dropoff.y, dropoff.yaw, self.p.carry_offset)
-        outcome = self._drive_to(stand, "drop-off")
+        with self._step("carry"):
+            outcome = self._drive_to(stand, "drop-off")
         if outcome.dropped:
             raise _Dropped(f"the carried object fell out of the hand on the way to the drop-off ({outcome.reason})",
                            self.ports.base_pose())

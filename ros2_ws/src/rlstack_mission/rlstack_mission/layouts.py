@@ -54,6 +54,8 @@ FLOOR_OBJECT_RADIUS = 0.06
 SUPPORTS = ("table", "floor")
 #: drop-off points (x, y, yaw): open floor near the robot's start
 DROPOFFS = ((-0.6, 0.0, math.pi), (0.0, -0.8, -math.pi / 2), (0.4, 0.6, math.pi / 2))
+#: where the robot starts (map frame, m): every staging pose of a layout is driven to from here
+START = (0.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,11 @@ def make_layout(seed: int, others: Mapping[str, Sequence[float]], occupied: np.n
     reach = FetchParams(**{**params.__dict__, "max_edge_distance": MAX_EDGE_DISTANCE})
     # the robot must be able to stand at the table: objects lying on the floor block it as furniture does
     blocked = with_floor_objects(occupied, resolution, origin, {n: p for n, p in others.items() if n != target})
+    # ... and must get there: a staging pose in a corner that floor objects close off (a ball in the
+    # 1.1 m gap between a table and the wall) cannot be driven to, however free it is itself
+    # (one cell of margin: navigation measures clearance on its own grid, and refused a pose that this
+    # check found 0.50 m clear as "0.49 m from an obstacle")
+    reachable = reachable_cells(blocked, resolution, origin, START, robot_radius + resolution)
     tables = list(TABLES)
     for _ in range(2000):
         table = tables[int(rng.integers(len(tables)))]
@@ -99,12 +106,51 @@ def make_layout(seed: int, others: Mapping[str, Sequence[float]], occupied: np.n
         x = float(rng.uniform(cx - sx / 2 + TABLE_MARGIN, cx + sx / 2 - TABLE_MARGIN))
         y = float(rng.uniform(cy - sy / 2 + TABLE_MARGIN, cy + sy / 2 - TABLE_MARGIN))
         clear = all(math.hypot(x - p[0], y - p[1]) >= MIN_SEPARATION for n, p in others.items() if n != target)
-        if not clear or not plan_approaches(blocked, resolution, origin, x, y, reach, robot_radius):
+        if not clear or not any(_in(reachable, resolution, origin, c.staging.x, c.staging.y)
+                                for a in plan_approaches(blocked, resolution, origin, x, y, reach, robot_radius)
+                                for c in (a, *a.alternates)):
             continue
         yaw = float(rng.uniform(-math.pi, math.pi))
         dropoff = DROPOFFS[int(rng.integers(len(DROPOFFS)))]
         return FetchLayout(int(seed), target, f"the {color} {kind}", table, (x, y, TABLE_TOP + half, yaw), dropoff)
     raise RuntimeError(f"seed {seed}: found no reachable free spot on any table for {target}")
+
+
+def reachable_cells(blocked: np.ndarray, resolution: float, origin: Tuple[float, float],
+                    start: Tuple[float, float], robot_radius: float) -> np.ndarray:
+    """Cells the centre of a robot of ``robot_radius`` reaches from ``start`` without coming closer
+    than its radius to a ``blocked`` cell (flood fill over the free cells, 4-connected)."""
+    h, w = blocked.shape
+    r = int(math.ceil(robot_radius / resolution))
+    grown = np.zeros_like(blocked, dtype=bool)
+    padded = np.pad(blocked, r, constant_values=True)   # outside the map counts as blocked
+    for dr in range(-r, r + 1):
+        for dc in range(-r, r + 1):
+            if (dr * resolution) ** 2 + (dc * resolution) ** 2 <= robot_radius ** 2:
+                grown |= padded[r + dr:r + dr + h, r + dc:r + dc + w]
+    free = ~grown
+    reach = np.zeros_like(free)
+    row = int(math.floor((start[1] - origin[1]) / resolution))
+    col = int(math.floor((start[0] - origin[0]) / resolution))
+    if not (0 <= row < h and 0 <= col < w) or not free[row, col]:
+        return reach
+    reach[row, col] = True
+    while True:
+        grow = reach.copy()
+        grow[1:, :] |= reach[:-1, :]
+        grow[:-1, :] |= reach[1:, :]
+        grow[:, 1:] |= reach[:, :-1]
+        grow[:, :-1] |= reach[:, 1:]
+        grow &= free
+        if np.array_equal(grow, reach):
+            return reach
+        reach = grow
+
+
+def _in(cells: np.ndarray, resolution: float, origin: Tuple[float, float], x: float, y: float) -> bool:
+    row = int(math.floor((y - origin[1]) / resolution))
+    col = int(math.floor((x - origin[0]) / resolution))
+    return 0 <= row < cells.shape[0] and 0 <= col < cells.shape[1] and bool(cells[row, col])
 
 
 def with_floor_objects(occupied: np.ndarray, resolution: float, origin: Tuple[float, float],

@@ -59,7 +59,7 @@ from rlstack_common.qos import TF_STATIC
 from rlstack_interfaces.action import Fetch, NavigateTo
 from rlstack_interfaces.srv import EstimateGraspPose, QueryObjects
 
-from .fetch import PHASES, FetchCode, FetchMission, FetchParams, MissionAborted
+from .fetch import PHASES, STEPS, FetchCode, FetchMission, FetchParams, MissionAborted
 from .frames import TfTree, yaw_of, to_frame
 from .ros_ports import RosPorts
 
@@ -191,7 +191,9 @@ class MissionNode(Node):
             sensed_obstacle_margin=d("sensed_obstacle_margin", p.sensed_obstacle_margin, "Every staging pose planned "
                                      "on the static map blocked: poses are planned again around the obstacles "
                                      "navigation's sensors mark, grown by this, m", min_value=0.0, max_value=0.5),
-            settle_s=d("settle_s", p.settle_s, "Wait after docking or releasing, s", min_value=0.0, max_value=30.0),
+            settle_s=d("settle_s", p.settle_s, "Wait after docking and before each look from a new place, s", min_value=0.0, max_value=30.0),
+            look_while_driving=d("look_while_driving", p.look_while_driving, "While exploring, ask the map every "
+                                 "look_period_s on the drives and turns and go for the object once it is named"),
             floor_grasps=d("floor_grasps", p.floor_grasps, "Grasp objects lying on the floor (false: they are "
                            "UNREACHABLE; the ground-truth ablation's lift grasps from tables only)"),
             floor_view_distance=d("floor_view_distance", p.floor_view_distance, "Base centre to an object on the "
@@ -314,10 +316,12 @@ class MissionNode(Node):
         if len(place) != 3:
             raise ValueError("place_point must be (x, y, z)")
         self.place_point = np.array(place, dtype=float)
-        self.dock_speed = d("dock_speed", 0.12, "Straight docking speed, m/s", min_value=0.01, max_value=1.0)
+        self.dock_speed = d("dock_speed", 0.2, "Straight docking speed, m/s", min_value=0.01, max_value=1.0)
         self.cmd_vel_topic = d("cmd_vel_topic", "/cmd_vel", "Topic of the docking moves (geometry_msgs/Twist): /cmd_vel "
                                "drives the base directly; behind cmd_vel_mux an input of its own, /cmd_vel_mission")
         self.turn_speed = d("turn_speed", 0.8, "Turn rate when looking around, rad/s", min_value=0.05, max_value=3.0)
+        self.look_period_s = d("look_period_s", 1.0, "Period of the map queries while driving and turning "
+                               "(look_while_driving), s", min_value=0.1, max_value=10.0)
         self.base_frame = d("base_frame", "base_link", "Robot base frame")
         self.odom_frame = d("odom_frame", "odom", "Odometry frame: the grasp target is held in it during a grasp")
         self.map_frame = d("map_frame", "map", "Frame of navigation goals and of the semantic map")
@@ -502,6 +506,8 @@ class MissionNode(Node):
         names = [p for p in PHASES if p in result.phase_durations]
         out.phase_names = names
         out.phase_durations = [float(result.phase_durations[p]) for p in names]
+        steps = [s for s in STEPS if s in result.step_durations]
+        out.step_names, out.step_durations = steps, [float(result.step_durations[s]) for s in steps]
         self.status.update(phase="IDLE", detail=f"{result.code.name}: {result.reason}", last_result=result.code.name,
                            grasp_attempts=result.grasp_attempts,
                            target=None if result.target is None else result.target.label)

@@ -209,7 +209,7 @@ class RosPorts:
             time.sleep(0.05)
 
     # -- navigation
-    def navigate(self, pose: Pose2D, resends: int = 0) -> NavOutcome:
+    def navigate(self, pose: Pose2D, until: Optional[Callable[[], bool]] = None, resends: int = 0) -> NavOutcome:
         if not self.n.nav_client.wait_for_server(timeout_sec=10.0):
             raise MissionAborted(FetchCode.ERROR, "navigation action /navigate_to is not up")
         goal = NavigateTo.Goal()
@@ -228,15 +228,20 @@ class RosPorts:
             if exc.code != FetchCode.ERROR:
                 raise   # canceled
             # no answer: the goal went to a navigation process that had died (DDS still listed it)
-            return self._navigation_lost(pose, resends)
+            return self._navigation_lost(pose, until, resends)
         if not handle.accepted:
             return NavOutcome(False, "navigation rejected the goal")
         fut = handle.get_result_async()
         last_feedback[0] = time.monotonic()
         self._empty_since = None
+        next_look = time.monotonic() + self.n.look_period_s
         try:
             while not fut.done():
                 self._check_cancel()
+                if until is not None and time.monotonic() >= next_look:
+                    if until():
+                        return self._stop_goal(handle, fut, "stopped on the way: the object was seen")
+                    next_look = time.monotonic() + self.n.look_period_s
                 if self._fell_out():
                     handle.cancel_goal_async()
                     self.n.cmd_pub.publish(Twist())
@@ -249,7 +254,7 @@ class RosPorts:
                 # when its lease runs out, by which time the new one is up). A running goal sends feedback
                 # at feedback_rate_hz, so silence is the sign.
                 if time.monotonic() - last_feedback[0] > self.n.node_lost_s:
-                    return self._navigation_lost(pose, resends)
+                    return self._navigation_lost(pose, until, resends)
                 time.sleep(0.02)
         except MissionAborted:
             handle.cancel_goal_async()
@@ -260,6 +265,17 @@ class RosPorts:
         names = {v: k for k, v in vars(NavigateTo.Result).items() if k.isupper() and isinstance(v, int)}
         return NavOutcome(False, f"{names.get(res.code, res.code)}: {res.reason}",
                           localization_lost=res.code == NavigateTo.Result.LOCALIZATION_LOST)
+
+    def _stop_goal(self, handle, fut, why: str) -> NavOutcome:
+        """Cancel a running navigation goal on the caller's word and wait (up to 2 s) until navigation
+        has let go of the base, so that the next goal does not race the old one."""
+        handle.cancel_goal_async()
+        self.n.cmd_pub.publish(Twist())
+        deadline = time.monotonic() + 2.0
+        while not fut.done() and time.monotonic() < deadline:
+            self._check_cancel()
+            time.sleep(0.02)
+        return NavOutcome(False, why, interrupted=True)
 
     def holding(self) -> bool:
         return self.n.holding
@@ -275,7 +291,7 @@ class RosPorts:
             self._empty_since = now
         return now - self._empty_since >= self.n.drop_confirm_s
 
-    def _navigation_lost(self, pose: Pose2D, resends: int) -> NavOutcome:
+    def _navigation_lost(self, pose: Pose2D, until: Optional[Callable[[], bool]], resends: int) -> NavOutcome:
         """Navigation went silent mid-goal (its process died): stop the base, wait for the node to be
         there (a respawned node), then send the same goal again; ends the fetch ERROR when it is not."""
         self.n.cmd_pub.publish(Twist())   # the bridge's command watchdog stops the base too
@@ -293,16 +309,22 @@ class RosPorts:
             self.n.cmd_pub.publish(Twist())
             time.sleep(0.1)
         self.n.get_logger().warning("navigation is there: sending the goal again")
-        return self.navigate(pose, resends + 1)
+        return self.navigate(pose, until, resends + 1)
 
     def _closed_loop(self, command: Callable[[], Optional[Twist]], timeout_s: float,
-                     stalled: Callable[[], str]) -> NavOutcome:
-        """Publish ``command()`` every control period until it returns None (arrived) or ``timeout_s``
-        (wall clock) passes; the base is stopped either way."""
+                     stalled: Callable[[], str], until: Optional[Callable[[], bool]] = None) -> NavOutcome:
+        """Publish ``command()`` every control period until it returns None (arrived), ``until()``
+        (asked every ``look_period_s``) answers True, or ``timeout_s`` (wall clock) passes; the base is
+        stopped either way."""
         deadline = time.monotonic() + timeout_s
+        next_look = time.monotonic() + self.n.look_period_s
         try:
             while True:
                 self._check_cancel()
+                if until is not None and time.monotonic() >= next_look:
+                    if until():
+                        return NavOutcome(False, "stopped: the object was seen", interrupted=True)
+                    next_look = time.monotonic() + self.n.look_period_s
                 twist = command()
                 if twist is None:
                     return NavOutcome(True)
@@ -334,7 +356,7 @@ class RosPorts:
         return self._closed_loop(command, abs(distance) / self.n.dock_speed * 3.0 + 5.0,
                                  lambda: f"docking stalled {abs(remaining):.2f} m short")
 
-    def turn(self, angle: float) -> NavOutcome:
+    def turn(self, angle: float, until: Optional[Callable[[], bool]] = None) -> NavOutcome:
         """Turn in place by ``angle`` (rad, + counter-clockwise), closed loop on /odom."""
         goal = self._odom()[3] + angle
         err = angle
@@ -347,7 +369,7 @@ class RosPorts:
             return Twist(angular=Vector3(z=math.copysign(min(self.n.turn_speed, 2.0 * abs(err) + 0.1), err)))
 
         return self._closed_loop(command, abs(angle) / 0.3 + 5.0,
-                                 lambda: f"turn stalled {math.degrees(abs(err)):.0f} deg short")
+                                 lambda: f"turn stalled {math.degrees(abs(err)):.0f} deg short", until)
 
     # -- the arm
     def _policy_state(self) -> str:

@@ -136,6 +136,7 @@ def send_fetch(node, query: str, dropoff_xyyaw, timeout_s: float = 600.0, frame:
     r = res_fut.result().result
     return {"code": int(r.code), "code_name": FETCH_CODES.get(int(r.code), str(r.code)), "reason": r.reason,
             "phase_durations": {n: round(float(d), 2) for n, d in zip(r.phase_names, r.phase_durations)},
+            "step_durations": {n: round(float(d), 2) for n, d in zip(r.step_names, r.step_durations)},
             "wall_s": round(time.monotonic() - t0, 2)}
 
 

@@ -3,7 +3,7 @@ mission phase, and of the whole fetch), from the episodes the evaluator records.
 
 import pytest
 
-from rlstack_mission.evaluate import PHASES, percentile, phase_stats, summarize
+from rlstack_mission.evaluate import PHASES, STEPS, percentile, phase_stats, summarize
 
 
 def episode(wall_s, success=True, **phases):
@@ -23,11 +23,19 @@ def test_phase_stats_cover_every_phase_of_successful_fetches_only():
     ok = [episode(60.0, EXPLORE=10.0 * i, GRASP=12.0) for i in range(1, 11)]
     stats = phase_stats(ok)
     assert set(stats) == set(PHASES)
-    assert stats["EXPLORE"] == {"median": 55.0, "p90": 91.0}
-    assert stats["GRASP"] == {"median": 12.0, "p90": 12.0}
-    assert stats["DROP"] == {"median": 0.0, "p90": 0.0}   # a phase a fetch never entered counts 0 s
+    assert stats["EXPLORE"] == {"median": 55.0, "p90": 91.0, "mean": 55.0}
+    assert stats["GRASP"] == {"median": 12.0, "p90": 12.0, "mean": 12.0}
+    assert stats["DROP"] == {"median": 0.0, "p90": 0.0, "mean": 0.0}   # a phase a fetch never entered counts 0 s
 
     failed = episode(500.0, success=False, EXPLORE=400.0)
     s = summarize(ok + [failed], 700.0, False, {}, {}, "table", False)
     assert s["phase_s"] == stats
     assert s["time_per_successful_fetch_s"]["p90"] == 60.0 and s["succeeded"] == 10
+
+
+def test_step_stats_leave_out_steps_no_fetch_passed_through():
+    ok = [dict(episode(60.0, GRASP=12.0), step_durations={"lift": 10.0 + i, "dock": 2.0}) for i in range(3)]
+    s = summarize(ok, 200.0, False, {}, {}, "table", False)
+    assert set(s["step_s"]) == {"lift", "dock"}
+    assert s["step_s"]["lift"] == {"median": 11.0, "p90": 11.8, "mean": 11.0}
+    assert set(STEPS) >= set(s["step_s"])

@@ -2,18 +2,19 @@
 the phase sequence, and each failure reason (a scripted robot stands in for the ROS ports)."""
 
 import math
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from rlstack_mission.fetch import (FetchCode, FetchMission, FetchParams, GraspOutcome, Match, MissionAborted,
+from rlstack_mission.fetch import (STEPS, FetchCode, FetchMission, FetchParams, GraspOutcome, Match, MissionAborted,
                                    grow_sensed_obstacles,
                                    NavOutcome, Pose2D, best_match, clearance, plan_approaches,
                                    plan_floor_approaches, square_floor_approach, expected_shape_words, look_alike_query,
                                    footprint_mismatch, height_mismatch, too_wide,
                                    stand_pose_for_drop, support_views, wrap_quarter)
-from rlstack_mission.layouts import TABLES, make_layout, with_floor_objects
+from rlstack_mission.layouts import START, TABLES, make_layout, reachable_cells, with_floor_objects
 from rlstack_nav.map_io import load_map
 
 HOME = Path(__file__).resolve().parents[4] / "maps" / "home.yaml"
@@ -120,8 +121,11 @@ class ScriptedRobot:
     def map_status(self):
         return "1 match(es) among 1 object(s); 40 camera frame(s) used"
 
-    def navigate(self, pose):
+    def navigate(self, pose, until=None):
         self._tick("navigate")
+        if until is not None and until():   # asked once on the way: seen, the base stops halfway
+            self.pose = Pose2D((self.pose.x + pose.x) / 2, (self.pose.y + pose.y) / 2, pose.yaw)
+            return NavOutcome(False, "stopped: seen on the way", interrupted=True)
         fail = self.nav_fails.pop(0) if self.nav_fails else False
         if isinstance(fail, NavOutcome):   # a scripted outcome
             if fail.dropped:                # stopped halfway; the cube lies on the open floor ahead
@@ -146,8 +150,11 @@ class ScriptedRobot:
                            self.pose.y + distance * math.sin(self.pose.yaw), self.pose.yaw)
         return NavOutcome(True)
 
-    def turn(self, angle):
+    def turn(self, angle, until=None):
         self._tick("turn")
+        if until is not None and until():   # asked once halfway through the turn
+            self.pose = Pose2D(self.pose.x, self.pose.y, self.pose.yaw + angle / 2)
+            return NavOutcome(False, "stopped: seen while turning", interrupted=True)
         self.pose = Pose2D(self.pose.x, self.pose.y, self.pose.yaw + angle)
         return NavOutcome(True)
 
@@ -192,13 +199,16 @@ def record_goals(robot):
     """The navigation goals ``robot`` is given from now on, in order (a list filled as it goes)."""
     goals = []
     navigate = robot.navigate
-    robot.navigate = lambda pose: (goals.append(pose), navigate(pose))[1]
+    robot.navigate = lambda pose, *until: (goals.append(pose), navigate(pose, *until))[1]
     return goals
 
 
 def run(robot, query="the yellow cube", **params):
-    """One fetch with two waypoints; the support looks after them only where a test turns them on."""
+    """One fetch with two waypoints; the support looks after them only where a test turns them on, and
+    the map asked only at the waypoints (these tests count its answers there) unless a test asks it on
+    the way too."""
     params.setdefault("support_looks", False)
+    params.setdefault("look_while_driving", False)
     p = FetchParams(explore_waypoints=[(1.2, -0.8, 0.0), (3.0, 0.2, 0.0)], **params)
     return FetchMission(robot, p, robot_radius=0.5).run(query, Pose2D(-0.6, 0.0, math.pi))
 
@@ -222,6 +232,24 @@ def test_explores_until_found(home):
     r = run(robot)
     assert r.code == FetchCode.SUCCEEDED
     assert "[EXPLORE]" in robot.log and robot.log.count("turn") >= 2
+
+
+def test_an_object_seen_on_the_way_to_a_waypoint_is_gone_for_at_once(home):
+    robot = ScriptedRobot(home, found_after_queries=1)   # the first answer is empty, the next names it
+    goals = record_goals(robot)
+    r = run(robot, look_while_driving=True)
+    assert r.code == FetchCode.SUCCEEDED, r.reason
+    assert "turn" not in robot.log             # no look around: seen on the way to waypoint 1
+    assert any("seen on the way to waypoint 1" in d for d in robot.details)
+    assert all(math.hypot(g.x - 3.0, g.y - 0.2) > 0.01 for g in goals)   # waypoint 2 never driven to
+
+
+def test_an_object_seen_while_turning_stops_the_look_around(home):
+    robot = ScriptedRobot(home, found_after_queries=3)   # nothing on the way, nor at the waypoint's first look
+    r = run(robot, look_while_driving=True, look_around_yaws=4)
+    assert r.code == FetchCode.SUCCEEDED, r.reason
+    assert robot.log.count("turn") == 1
+    assert any("while looking around at waypoint 1" in d for d in robot.details)
 
 
 def test_a_blocked_waypoint_is_replaced_by_a_free_pose_beside_it(home):
@@ -720,6 +748,40 @@ def test_layouts_keep_a_place_to_stand_free_of_objects_on_the_floor(home):
         assert make_layout(seed, {**others, **raised}, mask, res, origin) == free
 
 
+def test_reachable_cells_are_cut_off_by_an_object_in_a_doorway():
+    """Two rooms joined by a 1.4 m door: a robot of radius 0.5 passes; an object lying in the doorway
+    closes the far room off, although every pose in it stays free."""
+    res, origin = 0.05, (0.0, 0.0)
+    mask = np.zeros((80, 160), bool)                  # 8 x 4 m
+    mask[0, :] = mask[-1, :] = mask[:, 0] = mask[:, -1] = True
+    mask[:, 80] = True                                # the wall between the rooms at x = 4 m
+    mask[33:47, 80] = False                           # its door, y 1.65 .. 2.35 m ... widened below
+    mask[26:54, 80] = False                           # 1.4 m
+    far = (int(2.0 / res), int(6.0 / res))            # (row, col) of (6, 2) m
+    assert reachable_cells(mask, res, origin, (2.0, 2.0), 0.5)[far]
+    shut = with_floor_objects(mask, res, origin, {"ball": (4.0, 2.0, 0.03)})
+    cut = reachable_cells(shut, res, origin, (2.0, 2.0), 0.5)
+    assert not cut[far] and cut[int(2.0 / res), int(2.0 / res)]
+    assert clearance(shut, res, origin, 6.0, 2.0, 0.5)    # the far room itself is free
+    assert not reachable_cells(mask, res, origin, (4.0, 0.02), 0.5).any()   # a start inside a wall reaches nothing
+
+
+def test_layouts_stand_where_the_robot_can_drive_to_from_its_start(home):
+    """Some staging pose of every layout (alternates too) is connected to the robot's start for its
+    footprint, with the objects on the floor in the way (one cell of margin, as navigation measures)."""
+    mask, res, origin = home
+    toys = {"red_ball": (1.0, -1.2, 0.03), "blue_ball": (-1.2, -1.0, 0.03), "green_cylinder": (0.6, 1.6, 0.05),
+            "yellow_ball": (3.4, -1.0, 0.03)}
+    blocked = with_floor_objects(mask, res, origin, toys)
+    reach = reachable_cells(blocked, res, origin, START, 0.5 + res)
+    for seed in range(12):
+        lay = make_layout(seed, toys, mask, res, origin)
+        x, y = lay.target_pose[:2]
+        stands = [c.staging for a in plan_approaches(blocked, res, origin, x, y, FetchParams(max_edge_distance=0.28), 0.5)
+                  for c in (a, *a.alternates)]
+        assert any(reach[int((s.y - origin[1]) / res), int((s.x - origin[0]) / res)] for s in stands), seed
+
+
 def test_a_layout_of_another_kind_fetches_the_one_the_scene_holds(home):
     """home_kinds holds one lego brick (red): the layout asks for it by its kind and puts it on a table
     at its own half height (3.7 cm high), not a cube's."""
@@ -916,3 +978,24 @@ def test_a_gap_in_the_odometry_is_waited_out_before_the_same_goal_is_tried_again
     i = calls.index(("navigate", "stale"))
     assert calls[i + 1:i + 3] == [("wait", STALE_ODOMETRY_PAUSE_S), ("navigate", "ok")]
     assert any("drop-off: attempt 1 failed (STALE_ODOMETRY" in d for d in robot.details), robot.details
+
+
+def test_step_durations_count_every_second_once_in_the_innermost_step(home):
+    robot = ScriptedRobot(home, found_after_queries=0, grasps=[True])
+    real_query = robot.query
+
+    def slow_query(text):      # each answer of the map takes 0.02 s
+        time.sleep(0.02)
+        return real_query(text)
+
+    robot.query = slow_query
+    m = FetchMission(robot, FetchParams(), robot_radius=0.5)
+    r = m.run("the yellow cube", Pose2D(-0.6, 0.0, math.pi))
+    assert r.code == FetchCode.SUCCEEDED
+    assert set(r.step_durations) <= set(STEPS)
+    assert {"map_query", "approach", "close_look", "dock", "lift", "stow", "back_off", "carry",
+            "put_down"} <= set(r.step_durations)
+    assert r.step_durations["map_query"] >= 0.02 * 2     # asked at LOCATE and again from the staging pose
+    # the close look's own share excludes the 0.02 s map query nested in it
+    assert r.step_durations["close_look"] < 0.015
+    assert sum(r.step_durations.values()) <= sum(r.phase_durations.values()) + 1e-6
