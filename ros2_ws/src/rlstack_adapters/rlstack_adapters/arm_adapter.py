@@ -27,7 +27,9 @@ from rclpy.node import Node
 from std_msgs.msg import Bool, Float64, Float64MultiArray
 
 from rlstack_adapters.core import ArmAdapterConfig, ArmAdapterCore, ArmCommand, GripperConfig, GripperCore, GripperGoal
-from rlstack_common import declare_parameter, run_node
+from rlstack_adapters.parameters import ARM_ADAPTER
+from rlstack_common import run_node
+from rlstack_common.param_table import declare_all
 
 
 class ConfigError(RuntimeError):
@@ -37,43 +39,25 @@ class ConfigError(RuntimeError):
 class ArmAdapter(Node):
     def __init__(self) -> None:
         super().__init__("arm_adapter")
-        p = lambda *a, **k: declare_parameter(self, *a, **k)  # noqa: E731
-        ee_topic = p("ee_delta_topic", "/arm/ee_delta", "Input: geometry_msgs/Vector3 end-effector steps, m")
-        yaw_topic = p("ee_yaw_topic", "/arm/ee_yaw", "Input: std_msgs/Float64 gripper yaw about the arm base's z, rad (|yaw| <= pi/2)")
-        gripper_topic = p("gripper_topic", "/arm/gripper", "Input: std_msgs/Bool gripper state (true open)")
-        estop_topic = p("estop_topic", "/estop", "Input: std_msgs/Bool e-stop; true stops the arm, steps are dropped while asserted")
-        twist_topic = p("twist_topic", "/servo_node/delta_twist_cmds", "Output: geometry_msgs/TwistStamped cartesian velocity")
-        self.frame_id = p("frame_id", "panda_link0", "header.frame_id of the twist: the arm base frame the steps are in")
-        arm = ArmAdapterConfig(
-            step_period_s=p("step_period_s", 0.05, "The policy's control period: step / period = velocity, s", min_value=0.001, max_value=10.0),
-            max_ee_step=p("max_ee_step", 0.05, "Longer steps are scaled down to this, m", min_value=0.0001, max_value=1.0),
-            max_linear_speed=p("max_linear_speed", 0.25, "Speed limit of the twist, m/s", min_value=0.001, max_value=5.0),
-            command_timeout_s=p("command_timeout_s", 0.15, "No step for this long while moving: one zero twist, s (wall clock)", min_value=0.01, max_value=60.0),
-            max_angular_speed=p("max_angular_speed", 1.0, "Gripper yaw rate of an /arm/ee_yaw turn (open loop), rad/s", min_value=0.01, max_value=10.0),
-        )
-        self.gripper_interface = p("gripper_interface", "topic", "How gripper goals go out", constraints="one of: topic, action")
-        gripper_cmd_topic = p("gripper_command_topic", "/gripper_controller/commands", "Output (topic): std_msgs/Float64MultiArray positions")
-        self.gripper_joint_count = p("gripper_joint_count", 1, "Positions per gripper command (topic): one per commanded joint", min_value=1, max_value=8)
-        gripper_action = p("gripper_action", "/franka_gripper/gripper_action", "Output (action): control_msgs/action/GripperCommand server")
-        grip = GripperConfig(
-            open_position=p("open_position", 0.04, "Gripper position for open, in the driver's unit (Franka Hand: m per finger)", min_value=-10.0, max_value=10.0),
-            closed_position=p("closed_position", 0.0, "Gripper position for close", min_value=-10.0, max_value=10.0),
-            max_effort=p("max_effort", 20.0, "Grasp force of a close goal (action), N; 0: the driver's default", min_value=0.0, max_value=1000.0),
-            resend_period_s=p("resend_period_s", 1.0, "The same state asked again after this long is re-sent, s (0: never)", min_value=0.0, max_value=3600.0),
-        )
-        period = p("watchdog_period_s", 0.02, "Period of the step watchdog check, s", min_value=0.001, max_value=1.0)
-        diag_period = p("diagnostics_period_s", 1.0, "Period of /diagnostics, s", min_value=0.05, max_value=60.0)
+        v = declare_all(self, ARM_ADAPTER)
+        self.frame_id, self.gripper_interface = v.frame_id, v.gripper_interface
+        self.gripper_joint_count = v.gripper_joint_count
+        arm = ArmAdapterConfig(step_period_s=v.step_period_s, max_ee_step=v.max_ee_step,
+                               max_linear_speed=v.max_linear_speed, command_timeout_s=v.command_timeout_s,
+                               max_angular_speed=v.max_angular_speed)
+        grip = GripperConfig(open_position=v.open_position, closed_position=v.closed_position,
+                             max_effort=v.max_effort, resend_period_s=v.resend_period_s)
 
         if self.gripper_interface not in ("topic", "action"):
             raise ConfigError(f"gripper_interface '{self.gripper_interface}' is unknown: use 'topic' or 'action'")
         self.arm = ArmAdapterCore(arm)
         self.gripper = GripperCore(grip)
-        self.twist_pub = self.create_publisher(TwistStamped, twist_topic, 10)
+        self.twist_pub = self.create_publisher(TwistStamped, v.twist_topic, 10)
         self.gripper_pub = None
         self.gripper_client = None
         self.gripper_action_type = None
         if self.gripper_interface == "topic":
-            self.gripper_pub = self.create_publisher(Float64MultiArray, gripper_cmd_topic, 10)
+            self.gripper_pub = self.create_publisher(Float64MultiArray, v.gripper_command_topic, 10)
         else:
             try:
                 from control_msgs.action import GripperCommand  # a ROS distribution has it; PyPI does not
@@ -83,18 +67,18 @@ class ArmAdapter(Node):
                     "source a ROS distribution, or use gripper_interface:=topic") from None
             from rclpy.action import ActionClient
             self.gripper_action_type = GripperCommand
-            self.gripper_client = ActionClient(self, GripperCommand, gripper_action)
+            self.gripper_client = ActionClient(self, GripperCommand, v.gripper_action)
         self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        self.create_subscription(Vector3, ee_topic, self.on_ee_delta, 10)
-        self.create_subscription(Float64, yaw_topic, self.on_ee_yaw, 10)
-        self.create_subscription(Bool, gripper_topic, self.on_gripper, 10)
-        self.create_subscription(Bool, estop_topic, self.on_estop, 10)
-        self.create_timer(period, self.on_tick)
-        self.create_timer(diag_period, self.publish_diagnostics)
+        self.create_subscription(Vector3, v.ee_delta_topic, self.on_ee_delta, 10)
+        self.create_subscription(Float64, v.ee_yaw_topic, self.on_ee_yaw, 10)
+        self.create_subscription(Bool, v.gripper_topic, self.on_gripper, 10)
+        self.create_subscription(Bool, v.estop_topic, self.on_estop, 10)
+        self.create_timer(v.watchdog_period_s, self.on_tick)
+        self.create_timer(v.diagnostics_period_s, self.publish_diagnostics)
         self.gripper_unavailable = 0
         self.get_logger().info(
-            f"{ee_topic} -> {twist_topic} (TwistStamped in {self.frame_id}); {gripper_topic} -> "
-            + (gripper_cmd_topic if self.gripper_pub else f"{gripper_action} (GripperCommand action)"))
+            f"{v.ee_delta_topic} -> {v.twist_topic} (TwistStamped in {self.frame_id}); {v.gripper_topic} -> "
+            + (v.gripper_command_topic if self.gripper_pub else f"{v.gripper_action} (GripperCommand action)"))
 
     # ------------------------------------------------------------------ arm
     def on_ee_delta(self, msg: Vector3) -> None:

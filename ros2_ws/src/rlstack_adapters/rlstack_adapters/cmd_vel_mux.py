@@ -26,34 +26,19 @@ from rclpy.node import Node
 from std_msgs.msg import Bool
 
 from rlstack_adapters.mux import MuxLock, VelocityMux, build_inputs
-from rlstack_common import declare_parameter, run_node
+from rlstack_adapters.parameters import CMD_VEL_MUX
+from rlstack_common import run_node
+from rlstack_common.param_table import declare_all
 
 
 class CmdVelMux(Node):
     def __init__(self) -> None:
         super().__init__("cmd_vel_mux")
-
-        def p(*a, **k):
-            return declare_parameter(self, *a, **k)
-
-        out_topic = p("output_topic", "/cmd_vel", "Output: geometry_msgs/Twist, the only publisher on it")
-        names = p("input_names", ["mission", "navigation"], "Input names (one per input; used in diagnostics)")
-        topics = p("input_topics", ["/cmd_vel_mission", "/cmd_vel_nav"], "Input topics (geometry_msgs/Twist), "
-                   "one per input name")
-        prios = p("input_priorities", [20, 10], "Input priorities, one per input, distinct, higher wins",
-                  constraints="each 1..255")
-        timeouts = p("input_timeouts", [0.5, 0.5], "Input timeouts, s of the steady clock: an input older than "
-                     "this no longer wins (0: never stale once it has sent a command)", constraints="each 0..60")
-        lock_topic = p("lock_topic", "", "Lock input (std_msgs/Bool, true = locked); empty: no lock")
-        lock_prio = p("lock_priority", 255, "Inputs with priority up to this are masked while the lock is engaged",
-                      min_value=0, max_value=255)
-        lock_timeout = p("lock_timeout_s", 0.0, "Lock heartbeat, s: with > 0 the lock also engages when no lock "
-                         "message came within it (0: no heartbeat)", min_value=0.0, max_value=60.0)
-        self.stop_on_idle = p("stop_on_idle", True, "Send one zero command when no input wins any more "
-                              "(twist_mux sends nothing)")
-        rate = p("check_rate_hz", 20.0, "Rate of the staleness check that sends the idle stop, Hz",
-                 min_value=1.0, max_value=200.0)
-        diag_period = p("diagnostics_period_s", 1.0, "Period of /diagnostics, s", min_value=0.05, max_value=60.0)
+        v = declare_all(self, CMD_VEL_MUX)
+        self.stop_on_idle = v.stop_on_idle
+        out_topic, rate, diag_period = v.output_topic, v.check_rate_hz, v.diagnostics_period_s
+        lock_topic, lock_prio, lock_timeout = v.lock_topic, v.lock_priority, v.lock_timeout_s
+        names, topics, prios, timeouts = v.input_names, v.input_topics, v.input_priorities, v.input_timeouts
 
         inputs = build_inputs(names, topics, prios, timeouts)
         lock = MuxLock(lock_topic, int(lock_prio), float(lock_timeout)) if lock_topic else None

@@ -15,16 +15,16 @@ from geometry_msgs.msg import Twist, TwistStamped
 from rclpy.node import Node
 
 from rlstack_adapters.core import TwistStamperCore
-from rlstack_common import declare_parameter, run_node
+from rlstack_adapters.parameters import TWIST_STAMPER
+from rlstack_common import run_node
+from rlstack_common.param_table import declare_all
 
 
 class TwistStamper(Node):
     def __init__(self) -> None:
         super().__init__("twist_stamper")
-        in_topic = declare_parameter(self, "input_topic", "/cmd_vel", "Input: geometry_msgs/Twist")
-        out_topic = declare_parameter(self, "output_topic", "/diff_drive_controller/cmd_vel",
-                                      "Output: geometry_msgs/TwistStamped")
-        self.frame_id = declare_parameter(self, "frame_id", "base_link", "header.frame_id of the output")
+        v = declare_all(self, TWIST_STAMPER)
+        in_topic, out_topic, self.frame_id = v.input_topic, v.output_topic, v.frame_id
         self.core = TwistStamperCore()
         self.pub = self.create_publisher(TwistStamped, out_topic, 10)
         self.create_subscription(Twist, in_topic, self.on_twist, 10)

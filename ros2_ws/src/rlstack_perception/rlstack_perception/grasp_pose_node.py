@@ -28,12 +28,14 @@ from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image
 from tf2_msgs.msg import TFMessage
 
-from rlstack_common import declare_parameter, run_node
+from rlstack_common import run_node
+from rlstack_common.param_table import declare_all
 from rlstack_common.qos import TF_STATIC, sensor_subscription
 from rlstack_interfaces.srv import EstimateGraspPose
 from rlstack_perception.frame import Frame, FrameError
 from rlstack_perception.grasp_pose import BAD_INPUT, GraspPoseConfig, estimate_grasp_pose, fuse_estimates, in_frame
 from rlstack_perception.node import image_array, secs, to_time
+from rlstack_perception.parameters import GRASP_CONFIG_FIELDS, GRASP_POSE
 from rlstack_perception.tf_buffer import TfBuffer
 
 NO_FRAME = "NO_FRAME"
@@ -42,42 +44,13 @@ NO_FRAME = "NO_FRAME"
 class GraspPoseNode(Node):
     def __init__(self) -> None:
         super().__init__("grasp_pose")
-        p = lambda *a, **k: declare_parameter(self, *a, **k)  # noqa: E731
-        depth_topic = p("depth_topic", "/head_camera/depth/image_raw", "Depth image (32FC1 m or 16UC1 mm)")
-        info_topic = p("camera_info_topic", "/head_camera/camera_info", "CameraInfo of the depth image")
-        self.output_frame = p("output_frame", "base_link", "Frame of the answers (z up)")
-        self.keep = p("frames_kept", 5, "Newest depth frames kept (a request fuses up to this many)",
-                      min_value=1, max_value=30)
-        self.max_age = p("max_frame_age_s", 1.0, "Frames older than this (by stamp, against the newest /tf) are "
-                         "not used, s", min_value=0.05, max_value=60.0)
-        defaults = GraspPoseConfig()
-        self.config = GraspPoseConfig(
-            crop_radius=p("crop_radius", defaults.crop_radius, "Points farther than this from the hint are "
-                          "ignored, m", min_value=0.02, max_value=2.0),
-            object_radius=p("object_radius", defaults.object_radius, "Object points within this of the "
-                            "re-centred hint, m", min_value=0.01, max_value=1.0),
-            min_height=p("min_height", defaults.min_height, "Above the support by this much is the object, m",
-                         min_value=0.0, max_value=0.5),
-            top_band=p("top_band", defaults.top_band, "Top face: points within this of the top, m",
-                       min_value=0.001, max_value=0.1),
-            min_object_points=p("min_object_points", defaults.min_object_points, "Fewer object points: not "
-                                "visible", min_value=3, max_value=100000),
-            far_edge_px=p("far_edge_px", defaults.far_edge_px, "Image rows of the top face's far edge the camera "
-                          "loses (2 for an RGB-D camera; 0.5 for exact simulated depth)", min_value=0.0,
-                          max_value=20.0),
-            depth_sigma_0=p("depth_sigma_0", defaults.depth_sigma_0, "The camera's range noise at zero range "
-                            "(sigma = depth_sigma_0 + depth_k_r2 * range^2), m; the height thresholds widen to it",
-                            min_value=0.0, max_value=0.1),
-            depth_k_r2=p("depth_k_r2", defaults.depth_k_r2, "The camera's range noise growth with range squared, "
-                         "1/m (RealSense D435: 0.0025)", min_value=0.0, max_value=0.1))
-        self.max_spread = p("max_view_spread_m", 0.015, "Views farther apart than this disagree, m",
-                            min_value=0.001, max_value=1.0)
-        self.max_spread_yaw = math.radians(p("max_view_spread_deg", 8.0, "Views whose yaws differ more than this "
-                                             "disagree, deg", min_value=0.5, max_value=45.0))
-        tf_cache = p("tf_cache_s", 10.0, "TF history kept, s", min_value=0.5, max_value=600.0)
-        tf_extrap = p("tf_max_extrapolation_s", 0.1, "TF extrapolation allowed, s", min_value=0.0, max_value=10.0)
+        v = declare_all(self, GRASP_POSE)
+        depth_topic, info_topic, self.output_frame = v.depth_topic, v.camera_info_topic, v.output_frame
+        self.keep, self.max_age, self.max_spread = v.frames_kept, v.max_frame_age_s, v.max_view_spread_m
+        self.max_spread_yaw = math.radians(v.max_view_spread_deg)
+        self.config = GraspPoseConfig(**{name: v[name] for name in GRASP_CONFIG_FIELDS})
 
-        self.tf = TfBuffer(tf_cache, tf_extrap)
+        self.tf = TfBuffer(v.tf_cache_s, v.tf_max_extrapolation_s)
         self.info: Optional[CameraInfo] = None
         self.frames: deque = deque(maxlen=self.keep)
         self.counts: Counter = Counter()

@@ -26,11 +26,13 @@ from std_srvs.srv import Trigger
 from tf2_msgs.msg import TFMessage
 from visualization_msgs.msg import Marker, MarkerArray
 
-from rlstack_common import declare_parameter, run_node
+from rlstack_common import run_node
+from rlstack_common.param_table import declare_all
 from rlstack_common.qos import TF_STATIC, sensor_subscription
 from rlstack_interfaces.msg import ObjectMatch, SemanticMap, SemanticObject
 from rlstack_interfaces.srv import QueryObjects
 from rlstack_perception.frame import Frame, FrameError
+from rlstack_perception.parameters import SEMANTIC_MAP, make_embedder, make_segmenter
 from rlstack_perception.semantic_map import CorruptMapFile, MapConfig
 from rlstack_perception.segment import FilterConfig
 from rlstack_perception.tf_buffer import TfBuffer, TransformNotYet
@@ -76,95 +78,39 @@ INPUT_WATCH_S = 5.0
 class SemanticMapNode(Node):
     def __init__(self) -> None:
         super().__init__("semantic_map")
-        p = lambda *a, **k: declare_parameter(self, *a, **k)  # noqa: E731
-        self.rgb_topic = p("rgb_topic", "/head_camera/image_raw", "RGB image topic (rgb8 or bgr8)")
-        self.depth_topic = p("depth_topic", "/head_camera/depth/image_raw", "Registered depth (32FC1 m, 16UC1 mm)")
-        self.info_topic = p("camera_info_topic", "/head_camera/camera_info", "CameraInfo of both images")
-        self.map_frame = p("map_frame", "odom", "Frame of the map (object positions); must be in TF")
-        self.rate = p("update_rate_hz", 10.0, "Map updates per second at most, Hz", min_value=0.1, max_value=100.0)
-        self.tf_wait = p("tf_wait_s", 0.5, "A frame whose pose /tf has not reached yet waits this long (node clock) "
-                         "before it is skipped, as tf2's MessageFilter holds a message, s", min_value=0.0,
-                         max_value=10.0)
-        self.max_skew = p("max_stamp_skew_s", 0.02, "RGB/depth stamps closer than this are one frame, s",
-                          min_value=0.0, max_value=1.0)
-        segmenter = p("segmenter", "depth_plane", "Segmenter", constraints="one of: depth_plane, sam")
-        sam_ckpt = p("sam_checkpoint", "", "SAM checkpoint path (segmenter: sam)")
-        sam_type = p("sam_model_type", "vit_b", "SAM model type",
-                     constraints="one of: vit_b, vit_l, vit_h, vit_t (MobileSAM)")
-        embedder = p("embedder", "crop_cnn", "Embedder", constraints="one of: crop_cnn, clip")
-        emb_path = p("embedder_path", "", "ONNX weights of the crop embedder ('' = packaged weights)")
-        clip_ckpt = p("clip_checkpoint", "", "open_clip checkpoint path (embedder: clip)")
-        clip_model = p("clip_model", "ViT-B-32", "open_clip model name (embedder: clip)")
-        threads = p("threads", 1, "onnxruntime / torch threads", min_value=1, max_value=64)
-        use_head = p("query_head", True, "Score queries with the query head (colour/shape compatibility; "
-                     "embedder crop_cnn only; false: cosine of the text and crop embeddings)")
-        head_path = p("query_head_path", "", "Query head weights (.npz; '' = packaged weights)")
-        colour_words = p("colour_words", True, "Query head: read colour names through the xkcd colour survey")
-        shape_words = p("shape_words", True, "Query head: accept a shape named by a WordNet synonym of a training "
-                        "shape word (column, globe, tube, ...)")
-        noun_words = p("noun_words", "heads", "Query head: read the query's head noun through the WordNet noun "
-                       "table: heads (accept and reject), reject (a head noun that is-a thing not ours, 'the red "
-                       "goblet', matches nothing), accept (a noun that is-a training word of a kind names that "
-                       "kind: mallard -> duck), full (both, and 'tennis ball can' is a can, not a ball) or off; "
-                       "docs/reference/perception.md", constraints="one of: off, accept, reject, heads, full")
-        match_threshold = p("match_threshold", -1.0, "Queries return no match scoring below this ('not here'); "
-                            "-1: the query head's calibrated threshold, or none without the head (CLIP: set one)",
-                            min_value=-1.0, max_value=1.0)
-        map_cfg = MapConfig(
-            sim_threshold=p("sim_threshold", 0.75, "Embedding similarity to update an entry", min_value=-1.0,
-                            max_value=1.0),
-            gate_m=p("gate_m", 0.25, "Spatial gate for association, m", min_value=0.0, max_value=10.0),
-            max_objects=p("max_objects", 500, "Map entries at most", min_value=1, max_value=100000),
-            label_min_score=p("label_min_score", 0.5, "Min label similarity for a text label", min_value=-1.0,
-                              max_value=1.0),
-            snap_temperature=p("snap_temperature", 200.0, "Query-time soft snap of embeddings onto label "
-                               "prototypes (0: raw embeddings)", min_value=0.0, max_value=1000.0),
-            colocated_m=p("colocated_m", 0.03, "Query head: entries closer than this are one object seen "
-                          "two ways: a query answers once, with the best-observed one (its labels, label and "
-                          "position), m (0: off)",
-                          min_value=0.0, max_value=1.0))
-        filt = FilterConfig(
-            min_area=p("min_area_px", 30, "Masks smaller than this are dropped, pixels", min_value=1,
-                       max_value=1000000),
-            max_area_fraction=p("max_area_fraction", 0.5, "Masks larger than this image fraction are dropped",
-                                min_value=0.0, max_value=1.0),
-            min_stability=p("min_stability", 0.6, "Min mask stability score", min_value=0.0, max_value=1.0),
-            min_valid_depth=p("min_valid_depth", 0.8, "Min fraction of mask pixels with depth", min_value=0.0,
-                              max_value=1.0))
-        max_range = p("max_range_m", 6.0, "Detections further than this are dropped, m", min_value=0.1,
-                      max_value=100.0)
-        self.map_file = p("map_file", "", "Map file for ~/save and ~/load ('' = disabled)")
-        autoload = p("load_on_start", False, "Load map_file at start (a corrupt file is set aside)")
-        self.autosave = p("autosave_period_s", 0.0, "Save map_file every this many seconds (0: off)", min_value=0.0,
-                          max_value=86400.0)
-        self.publish_embeddings = p("publish_embeddings", False, "Fill SemanticObject.embedding in the map")
-        self.marker_scale = p("marker_text_size", 0.08, "Label text height in rviz, m", min_value=0.001,
-                              max_value=10.0)
-        diag_period = p("diagnostics_period_s", 1.0, "Diagnostics period, s", min_value=0.05, max_value=60.0)
-        tf_cache = p("tf_cache_s", 10.0, "TF history kept, s", min_value=0.5, max_value=600.0)
-        tf_extrap = p("tf_max_extrapolation_s", 0.1, "TF extrapolation allowed, s", min_value=0.0, max_value=10.0)
+        v = declare_all(self, SEMANTIC_MAP)
+        self.rgb_topic, self.depth_topic, self.info_topic = v.rgb_topic, v.depth_topic, v.camera_info_topic
+        self.map_frame, self.rate, self.tf_wait = v.map_frame, v.update_rate_hz, v.tf_wait_s
+        self.max_skew, self.map_file, self.autosave = v.max_stamp_skew_s, v.map_file, v.autosave_period_s
+        self.publish_embeddings, self.marker_scale = v.publish_embeddings, v.marker_text_size
+        map_cfg = MapConfig(sim_threshold=v.sim_threshold, gate_m=v.gate_m, max_objects=v.max_objects,
+                            label_min_score=v.label_min_score, snap_temperature=v.snap_temperature,
+                            colocated_m=v.colocated_m)
+        filt = FilterConfig(min_area=v.min_area_px, max_area_fraction=v.max_area_fraction,
+                            min_stability=v.min_stability, min_valid_depth=v.min_valid_depth)
 
         from rlstack_perception.pipeline import Pipeline
 
-        seg = self._make_segmenter(segmenter, sam_ckpt, sam_type)
-        emb, text = self._make_embedder(embedder, emb_path, clip_ckpt, clip_model, threads)
+        seg, (emb, text) = make_segmenter(v), make_embedder(v)
         t0 = time.monotonic()
         head = None
-        if use_head and embedder == "crop_cnn":
+        if v.query_head and v.embedder == "crop_cnn":
             from rlstack_perception.query_head import DEFAULT_QUERY_HEAD, QueryHead
 
-            head = QueryHead(head_path or DEFAULT_QUERY_HEAD, colour_words, shape_words, noun_words)
+            head = QueryHead(v.query_head_path or DEFAULT_QUERY_HEAD, v.colour_words, v.shape_words,
+                             v.noun_words)
         from rlstack_perception.embed import ALL_LABELS
 
         # crop_cnn names what its card says it was trained on; CLIP (zero-shot) every label
         labels = getattr(emb, "labels", ALL_LABELS)
-        self.pipeline = Pipeline(seg, emb, text, map_cfg, filt, labels=labels, max_range_m=max_range, query_head=head,
-                                 match_threshold=None if match_threshold <= -1.0 else match_threshold)
+        self.pipeline = Pipeline(seg, emb, text, map_cfg, filt, labels=labels, max_range_m=v.max_range_m,
+                                 query_head=head,
+                                 match_threshold=None if v.match_threshold <= -1.0 else v.match_threshold)
         self.get_logger().info(f"pipeline {seg.name} + {emb.name} ready in {time.monotonic() - t0:.1f} s "
                                f"(query head: {'on' if head else 'off'}, match threshold "
                                f"{self.pipeline.match_threshold:g})")
 
-        self.tf = TfBuffer(tf_cache, tf_extrap)
+        self.tf = TfBuffer(v.tf_cache_s, v.tf_max_extrapolation_s)
         self.info = None
         self.rgb_msgs: "OrderedDict[int, Image]" = OrderedDict()
         self.depth_msgs: "OrderedDict[int, Image]" = OrderedDict()
@@ -176,7 +122,7 @@ class SemanticMapNode(Node):
         self.last_processed = time.monotonic()   # when a frame was last used (wall time)
         self._silence_reported = False
 
-        if autoload and self.map_file:
+        if v.load_on_start and self.map_file:
             self._load()
         self.map_pub = self.create_publisher(SemanticMap, "semantic_map", 1)
         self.marker_pub = self.create_publisher(MarkerArray, "semantic_map/markers", 1)
@@ -192,36 +138,12 @@ class SemanticMapNode(Node):
         self.create_service(Trigger, "~/save", self._save)
         self.create_service(Trigger, "~/load", self._load_srv)
         self.create_timer(1.0 / self.rate, self._update)
-        self.create_timer(diag_period, self._diagnostics)
+        self.create_timer(v.diagnostics_period_s, self._diagnostics)
         self.create_timer(INPUT_WATCH_S, self._watch_input)
         if self.autosave > 0 and self.map_file:
             self.create_timer(self.autosave, lambda: self._save(None, Trigger.Response()))
         self.get_logger().info(f"ready: {self.rgb_topic} + {self.depth_topic} -> semantic_map in "
                                f"'{self.map_frame}' at <= {self.rate:g} Hz")
-
-    # ---------------------------------------------------------------- backends
-    def _make_segmenter(self, kind, ckpt, model_type):
-        if kind == "depth_plane":
-            from rlstack_perception.segment import DepthPlaneSegmenter
-
-            return DepthPlaneSegmenter()
-        if kind == "sam":
-            from rlstack_perception.backends.sam import SamSegmenter
-
-            return SamSegmenter.from_checkpoint(ckpt, model_type)
-        raise ValueError(f"unknown segmenter '{kind}' (depth_plane, sam)")
-
-    def _make_embedder(self, kind, path, clip_ckpt, clip_model, threads):
-        from rlstack_perception.embed import DEFAULT_EMBEDDER, OnnxCropEmbedder, TextEncoder
-
-        if kind == "crop_cnn":
-            return OnnxCropEmbedder(path or DEFAULT_EMBEDDER, threads), TextEncoder()
-        if kind == "clip":
-            from rlstack_perception.backends.clip import ClipEmbedder
-
-            emb = ClipEmbedder.from_checkpoint(clip_ckpt, clip_model, threads=threads)
-            return emb, TextEncoder(emb.encode_text)
-        raise ValueError(f"unknown embedder '{kind}' (crop_cnn, clip)")
 
     # ---------------------------------------------------------------- inputs
     def _image(self, msg: Image, store: OrderedDict, kind: str) -> None:
