@@ -19,8 +19,6 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-import numpy as np
-import rclpy
 from nav_msgs.msg import OccupancyGrid, Path as PathMsg
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -30,12 +28,13 @@ from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
 from rlstack_common.node_main import run_node
-from rlstack_common.params import declare_parameter
+from rlstack_common.param_table import declare_all
 from rlstack_common.qos import LATCHED, TF_STATIC
 from rlstack_interfaces.msg import SemanticMap
 
-from .core import (MapFrame, check_bind, downscale, encode_png, image_to_rgb, is_loopback, occupancy_to_grey,
+from .core import (MapFrame, downscale, encode_png, image_to_rgb, occupancy_to_grey,
                    parse_tf_cdr, place_labels, yaw_of, TfTree2D)
+from .parameters import LIVE_VIEW, check_values
 from .server import ViewServer
 
 SENSOR = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
@@ -53,41 +52,12 @@ def find_msg(package: str, name: str) -> Path:
 class LiveView(Node):
     def __init__(self) -> None:
         super().__init__("live_view")
-        p = lambda *a, **k: declare_parameter(self, *a, **k)   # noqa: E731
-        self.host = p("host", "127.0.0.1", "Address of the page's HTTP/WebSocket server; anything but loopback "
-                      "needs a token")
-        self.port = p("port", 8780, "Port of the page (0: any free port)", min_value=0, max_value=65535)
-        self.token = p("token", "", "Token every page request must carry (?token=...); required (16+ characters) "
-                       "for a host that is not loopback. Default: the LIVE_VIEW_TOKEN environment variable")
-        self.token = self.token or os.environ.get("LIVE_VIEW_TOKEN", "")
-        self.foxglove = p("foxglove", True, "Serve the Foxglove WebSocket protocol (needs foxglove-sdk)")
-        self.fox_host = p("foxglove_host", "127.0.0.1", "Address of the Foxglove server: loopback only (the "
-                          "protocol has no token; reach it from another machine through an SSH tunnel)")
-        self.fox_port = p("foxglove_port", 8765, "Port of the Foxglove server (0: any free port)",
-                          min_value=0, max_value=65535)
-        self.camera_topic = p("camera_topic", "/head_camera/image_raw", "Camera shown (sensor_msgs/Image)")
-        self.camera_rate = p("camera_rate_hz", 2.0, "Camera frames sent to viewers, Hz", min_value=0.1,
-                             max_value=15.0)
-        self.camera_width = p("camera_width", 160, "Camera frames are downscaled to at most this wide, px",
-                              min_value=32, max_value=1280)
-        self.state_rate = p("state_rate_hz", 5.0, "Robot pose, plan, objects and mission state sent, Hz",
-                            min_value=0.5, max_value=30.0)
-        self.map_frame = p("map_frame", "map", "Fixed frame of the overhead map")
-        self.base_frame = p("base_frame", "base_link", "Robot base frame")
-        self.dropoff = p("dropoff", [-0.5, 0.0, math.pi], "Drop-off of the page's Fetch goals: x, y (m), yaw "
-                         "(rad) in map_frame")
-        self.fetch_action = p("fetch_action", "/fetch", "Fetch action of the mission")
-        self.max_message_bytes = p("max_message_bytes", 4096, "Largest WebSocket message a page may send, bytes",
-                                   min_value=256, max_value=65536)
-        self.max_query_chars = p("max_query_chars", 200, "Longest Fetch request, characters", min_value=8,
-                                 max_value=1000)
-        if len(self.dropoff) != 3 or not all(math.isfinite(v) for v in self.dropoff):
-            raise ValueError(f"dropoff must be [x, y, yaw], finite, got {list(self.dropoff)}")
-        check_bind(self.host, self.token)
-        if not is_loopback(self.fox_host):
-            raise ValueError(f"foxglove_host {self.fox_host} is not loopback: the Foxglove protocol carries no "
-                             f"token; keep it on 127.0.0.1 and tunnel (ssh -L {self.fox_port}:127.0.0.1:"
-                             f"{self.fox_port} ROBOT)")
+        self.params = v = declare_all(self, LIVE_VIEW)
+        self.host, self.port, self.fox_host, self.fox_port = v.host, v.port, v.foxglove_host, v.foxglove_port
+        self.camera_topic, self.map_frame, self.dropoff, self.fetch_action = (v.camera_topic, v.map_frame, v.dropoff,
+                                                                             v.fetch_action)
+        self.token = v.token or os.environ.get("LIVE_VIEW_TOKEN", "")
+        check_values(v, self.token)
 
         self.lock = threading.Lock()
         self.tf = TfTree2D()
@@ -107,11 +77,11 @@ class LiveView(Node):
 
         try:
             self.server = ViewServer(self.host, self.port, self.token, self.on_command,
-                                     max_message_bytes=self.max_message_bytes, max_query_chars=self.max_query_chars)
+                                     max_message_bytes=v.max_message_bytes, max_query_chars=v.max_query_chars)
         except OSError as exc:
             raise ValueError(f"cannot serve the page on {self.host}:{self.port}: {exc}") from None
         self.bridge = None
-        if self.foxglove:
+        if v.foxglove:
             try:
                 from .foxglove_bridge import FoxgloveBridge
                 self.bridge = FoxgloveBridge(self.fox_host, self.fox_port, find_msg)
@@ -157,8 +127,8 @@ class LiveView(Node):
 
         from rlstack_mission.send_fetch import fetch_action_client
         self.client = fetch_action_client(self, self.fetch_action)
-        self.create_timer(1.0 / self.camera_rate, self.send_camera)
-        self.create_timer(1.0 / self.state_rate, self.send_state)
+        self.create_timer(1.0 / v.camera_rate_hz, self.send_camera)
+        self.create_timer(1.0 / v.state_rate_hz, self.send_state)
         self.create_timer(0.1, self.run_commands)
         self.server.start()
         url = f"http://{self.host}:{self.server.port}/" + (f"?token={self.token}" if self.token else "")
@@ -271,7 +241,7 @@ class LiveView(Node):
         try:
             img = deserialize_message(raw, Image)
             rgb = downscale(image_to_rgb(img.encoding, img.height, img.width, img.step, bytes(img.data)),
-                            self.camera_width)
+                            self.params.camera_width)
         except ValueError as exc:
             self._bad("bad camera image", str(exc))
             return
@@ -286,7 +256,7 @@ class LiveView(Node):
     def state(self, with_map: bool) -> Dict[str, Any]:
         with self.lock:
             frame = self.map_frame_px
-            pose = self.tf.lookup(self.map_frame, self.base_frame)
+            pose = self.tf.lookup(self.map_frame, self.params.base_frame)
             out: Dict[str, Any] = {"type": "state", "plan": list(self.plan), "mission": dict(self.mission),
                                    "fetch": json.loads(json.dumps(self.fetch)), "bad_input": dict(self.bad_input),
                                    "map_version": self.map_version}
