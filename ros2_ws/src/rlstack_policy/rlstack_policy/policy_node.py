@@ -38,9 +38,11 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
 
-from rlstack_common import declare_parameter, run_node
+from rlstack_common import run_node
+from rlstack_common.param_table import declare_all
 from rlstack_common.qos import sensor_subscription
 from rlstack_policy import core, runner
+from rlstack_policy.parameters import POLICY_NODE
 
 CAMERA_TYPES = ("Image", "CompressedImage", "CameraInfo")
 
@@ -50,26 +52,7 @@ TRIGGERS = ("timer", "message")
 class PolicyNode(LifecycleNode):
     def __init__(self) -> None:
         super().__init__("policy_node")
-        p = lambda *a, **k: declare_parameter(self, *a, **k)  # noqa: E731
-        p("bundle_path", "", "Policy bundle folder (policy.onnx + io.yaml ...). Setting it while configured swaps "
-          "the bundle at run time (refused if its topics do not match the wired ones).")
-        p("autostart", False, "Configure and activate at start (launch files); false: wait for lifecycle "
-          "transitions (ros2 lifecycle set / lifecycle_msgs/srv/ChangeState)")
-        p("trigger", "timer", "Loop trigger: timer (at rate_hz on the node clock, sim time with use_sim_time) or "
-          "message (one step when every observation topic has a new message; a watchdog at rate_hz gives "
-          "the safe action when they stop)", constraints="one of: timer, message")
-        p("rate_hz", 0.0, "Control loop rate, Hz; 0 = the bundle's control_rate_hz", min_value=0.0, max_value=10000.0)
-        p("stale_periods", 3.0, "An observation older than this many loop periods gives the safe action",
-          min_value=0.5, max_value=1000.0)
-        p("safe_action", [""], "Per action term: zero, hold (last command) or a number in the term's unit; "
-          "[''] = from io.yaml safe_action, else zero")
-        p("max_rate", [-1.0], "Per action term rate limit, term unit per second (0 = none); [-1.0] = from "
-          "io.yaml max_rate, else none")
-        p("key_indices", [""], "'key=index' for array elements without names (PoseArray), e.g. 'ball=0'")
-        p("topic_remaps", [""], "'/descriptor_topic=/actual_topic' for observation and action topics")
-        p("diagnostics_period_s", 1.0, "Period of /diagnostics, s (wall clock)", min_value=0.05, max_value=60.0)
-        p("realtime_priority", 0, "SCHED_FIFO priority of the executor threads (1..99; 0 = normal scheduling). "
-          "Needs CAP_SYS_NICE / rtprio; refused: a warning and normal scheduling", min_value=0, max_value=99)
+        declare_all(self, POLICY_NODE)
         self._set_priority(self.get_parameter("realtime_priority").value)
         self._params_ready = True
         self._loaded: Optional[runner.LoadedPolicy] = None
