@@ -36,11 +36,13 @@ from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
-from rlstack_common import declare_parameter, run_node
+from rlstack_common import run_node
+from rlstack_common.param_table import declare_all
 from rlstack_common.qos import TF_STATIC, sensor_subscription
 from rlstack_localization import last_pose
 from rlstack_localization.core import Localizer, LocalizerParams, State
-from rlstack_localization.node_core import CORE_PARAMS, LocalizerNodeCore, LocalizerOutputs  # noqa: F401
+from rlstack_localization.node_core import CORE_PARAMS, LocalizerNodeCore, LocalizerOutputs
+from rlstack_localization.parameters import LOCALIZER
 from rlstack_nav.map_io import MapFormatError, load_map
 from rlstack_nav.transforms import stamp_s, tf_to_matrix
 
@@ -57,43 +59,15 @@ def _quat(q):
 class LocalizerNode(Node, LocalizerOutputs):
     def __init__(self) -> None:
         super().__init__("localizer")
-        d = lambda *a, **k: declare_parameter(self, *a, **k)  # noqa: E731
-        map_yaml = d("map_yaml", "", "map_server YAML of the occupancy map to localise against")
-        self.map_frame = d("map_frame", "map", "Map frame (the parent of map -> odom)")
-        self.odom_frame = d("odom_frame", "odom", "Odometry frame")
-        self.base_frame = d("base_frame", "base_link", "Robot base frame")
-        odom_topic = d("odom_topic", "/odom", "Wheel odometry topic (nav_msgs/Odometry)")
-        depth_topic = d("depth_topic", "/head_camera/depth/image_raw", "Depth image topic (32FC1, metres)")
-        info_topic = d("camera_info_topic", "/head_camera/camera_info", "CameraInfo of the depth image")
-        state_topic = d("state_topic", "/localization/state", "Localisation state topic (std_msgs/String, latched)")
-        self.update_rate = d("update_rate_hz", 10.0, "Depth frames processed per second of frame time (at most)",
-                             min_value=0.1, max_value=100.0)
-        publish_rate = d("publish_rate_hz", 20.0, "Rate of map -> odom on /tf, Hz (steady clock)",
-                         min_value=1.0, max_value=200.0)
-        self.tolerance = d("transform_tolerance_s", 0.1, "map -> odom is stamped this far after the latest "
-                           "odometry (AMCL's transform_tolerance)", min_value=0.0, max_value=10.0)
-        diag_rate = d("diagnostics_rate_hz", 1.0, "Rate of /diagnostics, Hz", min_value=0.1, max_value=50.0)
-        set_initial = d("set_initial_pose", True, "Start from initial_pose_* (else wait for /initialpose)")
-        ix = d("initial_pose_x", 0.0, "Initial base_link x in map, m", min_value=-1e4, max_value=1e4)
-        iy = d("initial_pose_y", 0.0, "Initial base_link y in map, m", min_value=-1e4, max_value=1e4)
-        iyaw = d("initial_pose_yaw", 0.0, "Initial base_link yaw in map, rad", min_value=-math.pi, max_value=math.pi)
-        self.last_pose_file = d("last_pose_file", "", "File keeping the last map -> odom (every last_pose_period_s "
-                                "while OK or DEGRADED; removed at a clean shutdown): a localiser respawned after a "
-                                "crash starts from it instead of initial_pose_* ('': off)")
-        max_age = d("last_pose_max_age_s", 60.0, "A last_pose_file older than this is not used, s (wall)",
-                    min_value=0.0, max_value=1e6)
-        save_period = d("last_pose_period_s", 1.0, "Write last_pose_file this often, s (steady clock)",
-                        min_value=0.05, max_value=3600.0)
-        defaults = LocalizerParams()
-        values = {}
-        for name, (desc, lo, hi) in CORE_PARAMS.items():
-            default = getattr(defaults, name)
-            if isinstance(default, bool):
-                values[name] = d(name, default, desc)
-            elif isinstance(default, int):
-                values[name] = d(name, int(default), desc, min_value=int(lo), max_value=int(hi))
-            else:
-                values[name] = d(name, float(default), desc, min_value=float(lo), max_value=float(hi))
+        v = declare_all(self, LOCALIZER)
+        map_yaml, odom_topic, state_topic = v.map_yaml, v.odom_topic, v.state_topic
+        depth_topic, info_topic = v.depth_topic, v.camera_info_topic
+        self.map_frame, self.odom_frame, self.base_frame = v.map_frame, v.odom_frame, v.base_frame
+        self.update_rate, self.tolerance = v.update_rate_hz, v.transform_tolerance_s
+        publish_rate, diag_rate, set_initial = v.publish_rate_hz, v.diagnostics_rate_hz, v.set_initial_pose
+        ix, iy, iyaw = v.initial_pose_x, v.initial_pose_y, v.initial_pose_yaw
+        self.last_pose_file, max_age, save_period = v.last_pose_file, v.last_pose_max_age_s, v.last_pose_period_s
+        values = {name: v[name] for name in CORE_PARAMS}
         try:
             params = LocalizerParams(**values)
         except ValueError as exc:
