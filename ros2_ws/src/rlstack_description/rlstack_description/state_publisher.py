@@ -30,10 +30,11 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
-from rlstack_common import declare_parameter
 from rlstack_common.node_main import run_node
+from rlstack_common.param_table import declare_all
 from rlstack_common.qos import TF_STATIC
 from rlstack_description.kinematics import RobotModel, UrdfError, load_urdf, parse_urdf
+from rlstack_description.parameters import ROBOT_STATE_PUBLISHER
 
 #: the URDF in the share folder, used when neither robot_description nor urdf_file is set
 DEFAULT_URDF = "urdf/mobile_manipulator.urdf"
@@ -66,29 +67,7 @@ def _transform_msg(parent: str, child: str, transform, stamp) -> TransformStampe
 class RobotStatePublisher(Node):
     def __init__(self) -> None:
         super().__init__("robot_state_publisher")
-        d = lambda *a, **k: declare_parameter(self, *a, **k)  # noqa: E731
-        v = {
-            "robot_description": d(
-                "robot_description", "", "the robot's URDF as text; empty: read it from urdf_file. Published "
-                "unchanged on /robot_description (latched)"),
-            "urdf_file": d(
-                "urdf_file", "", "URDF file read when robot_description is empty [path]; empty: the installed "
-                "share/rlstack_description/urdf/mobile_manipulator.urdf", constraints="an existing file, or empty"),
-            "publish_frequency": d(
-                "publish_frequency", 20.0, "most /tf messages per second for one joint [Hz]: a /joint_states "
-                "message sooner than 1/publish_frequency after the last one published for that joint is skipped",
-                min_value=0.1, max_value=1000.0),
-            "frame_prefix": d(
-                "frame_prefix", "", "prefix put in front of every frame name in /tf and /tf_static "
-                "(e.g. 'robot1/')"),
-            "publish_tf": d(
-                "publish_tf", True, "publish the links' transforms (/tf_static for fixed joints, /tf for moving "
-                "ones from /joint_states); false: only /robot_description, for a graph where another node "
-                "already publishes every link (the simulator bridge does)"),
-            "diagnostics_rate_hz": d(
-                "diagnostics_rate_hz", 1.0, "/diagnostics messages per second (steady clock) [Hz]",
-                min_value=0.1, max_value=100.0),
-        }
+        v = declare_all(self, ROBOT_STATE_PUBLISHER)
         text: str = v["robot_description"]
         if text.strip():
             self.model: RobotModel = parse_urdf(text, "parameter robot_description")

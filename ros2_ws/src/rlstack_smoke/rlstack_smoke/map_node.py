@@ -12,18 +12,19 @@ import sys
 
 from rclpy.node import Node
 
-from rlstack_common import declare_parameter, run_node
+from rlstack_common import run_node
+from rlstack_common.param_table import declare_all
 from rlstack_interfaces.msg import ObjectMatch, SemanticObject
 from rlstack_interfaces.srv import QueryObjects
 from rlstack_smoke.label_index import LabelIndex
+from rlstack_smoke.parameters import SMOKE_MAP
 
 
 class SmokeMap(Node):
     def __init__(self) -> None:
         super().__init__("smoke_map")
-        self.frame_id = declare_parameter(self, "frame_id", "map", "Frame of the answered positions")
-        self.max_objects = declare_parameter(self, "max_objects", 1000, "Objects kept at most",
-                                             min_value=1, max_value=100000)
+        v = declare_all(self, SMOKE_MAP)
+        self.frame_id, self.max_objects = v.frame_id, v.max_objects
         self.index = LabelIndex()
         self.rejected = 0
         self.create_subscription(SemanticObject, "objects", self.on_object, 10)

@@ -12,22 +12,18 @@ import sys
 from rclpy.node import Node
 from std_msgs.msg import UInt32
 
-from rlstack_common import declare_parameter, run_node
+from rlstack_common import run_node
+from rlstack_common.param_table import declare_all
 from rlstack_interfaces.msg import SemanticObject
 from rlstack_interfaces.srv import QueryObjects
+from rlstack_smoke.parameters import SMOKE_TALKER
 
 
 class SmokeTalker(Node):
     def __init__(self) -> None:
         super().__init__("smoke_talker")
-        rate_hz = declare_parameter(self, "rate_hz", 10.0, "Publish rate of objects, Hz",
-                                    min_value=0.1, max_value=1000.0)
-        self.query_period_s = declare_parameter(
-            self, "query_period_s", 0.5, "Period of the query_objects round trip, s",
-            min_value=0.05, max_value=60.0)
-        self.label = declare_parameter(self, "label", "yellow cube", "Label of the published object")
-        self.object_id = declare_parameter(self, "object_id", 7, "Id of the published object",
-                                           min_value=0, max_value=2**31 - 1)
+        v = declare_all(self, SMOKE_TALKER)
+        rate_hz, self.query_period_s, self.label, self.object_id = v.rate_hz, v.query_period_s, v.label, v.object_id
         self.round_trips = 0
         self.objects_pub = self.create_publisher(SemanticObject, "objects", 10)
         self.round_trips_pub = self.create_publisher(UInt32, "~/round_trips", 10)
