@@ -39,15 +39,14 @@ import time
 from pathlib import Path
 
 import rclpy
+from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.executors import SingleThreadedExecutor
 from rosgraph_msgs.msg import Clock
-from sensor_msgs.msg import Image
-from diagnostic_msgs.msg import DiagnosticArray
-
-from rlstack_interfaces.srv import SimStep, SimStepBatch
-from sensor_msgs.msg import JointState
+from sensor_msgs.msg import Image, JointState
 from tf2_msgs.msg import TFMessage
+
 from rlstack_common.fast_lane import DirectClient
+from rlstack_interfaces.srv import SimStep, SimStepBatch
 from rlstack_testing.domain import lease_domain_id
 from rlstack_testing.processes import ProcessGroup
 

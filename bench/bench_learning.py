@@ -67,10 +67,11 @@ def env_rate(env_id: str, n_envs: int, steps: int, subproc: bool = False, repeat
 
 
 def train_fps(task: str, steps: int) -> float:
-    from rlstack_learning.config import build_hyperparams, load
     from stable_baselines3 import PPO
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import VecNormalize
+
+    from rlstack_learning.config import build_hyperparams, load
 
     cfg = load(os.path.join(REPO, "config", "train", f"{task}.yaml"), {"algo": "ppo"})
     venv = VecNormalize(make_vec_env(cfg["env_id"], n_envs=cfg["num_envs"], seed=0,
@@ -106,9 +107,10 @@ class _RosBench:
                                   params={"scene": scene, "num_envs": batch, "control_rate_hz": rate,
                                           "with_objects": with_objects, "reset_mode": reset_mode})
             return
-        self.group.start_node("rlstack_sim", "sim_bridge", params_file=os.path.join(REPO, "launch", "params", "sim_bridge.yaml"),
-                              params={"scene": scene, "mode": "lockstep", "camera_enabled": False, "control_rate_hz": rate,
-                                      "publish_rate_hz": rate, "ground_truth_rate_hz": rate})
+        self.group.start_node("rlstack_sim", "sim_bridge",
+                              params_file=os.path.join(REPO, "launch", "params", "sim_bridge.yaml"),
+                              params={"scene": scene, "mode": "lockstep", "camera_enabled": False,
+                                      "control_rate_hz": rate, "publish_rate_hz": rate, "ground_truth_rate_hz": rate})
 
     def __enter__(self):
         import rclpy
@@ -148,9 +150,10 @@ def _env_loop_rate(env, steps: int, repeats: int = 2) -> float:
 
 
 def _ppo_1env(cfg, venv, steps: int) -> float:
-    from rlstack_learning.config import build_hyperparams
     from stable_baselines3 import PPO
     from stable_baselines3.common.vec_env import VecNormalize
+
+    from rlstack_learning.config import build_hyperparams
 
     hp = build_hyperparams(cfg)
     hp.update(n_steps=256, batch_size=min(hp.get("batch_size", 64), 256))
@@ -211,9 +214,10 @@ def _vec_loop_rate(venv, steps: int, repeats: int = 2) -> float:
 
 
 def _ppo(cfg, venv, steps: int) -> float:
-    from rlstack_learning.config import build_hyperparams
     from stable_baselines3 import PPO
     from stable_baselines3.common.vec_env import VecNormalize
+
+    from rlstack_learning.config import build_hyperparams
 
     model = PPO(env=VecNormalize(venv, gamma=cfg.algo_hyperparams.get("gamma", 0.99)), seed=0, device="cpu",
                 **build_hyperparams(cfg))
@@ -295,8 +299,8 @@ def _inference(bundle_dir: str, calls: int, run_dir_model: str = None) -> dict:
         x = torch.as_tensor(obs[None])
         with torch.inference_mode():
             out["torch"] = best_us(lambda: module(x))
-            out["sb3_predict"] = best_us(lambda: model.predict(vecnorm.normalize_obs(obs[None]) if vecnorm else obs[None],
-                                                                deterministic=True))
+            out["sb3_predict"] = best_us(lambda: model.predict(
+                vecnorm.normalize_obs(obs[None]) if vecnorm else obs[None], deterministic=True))
     return out
 
 
@@ -325,24 +329,28 @@ def main() -> int:
         res["train_fps"][task] = round(train_fps(task, 4096 if a.quick else 16384))
         bundle = os.path.join(REPO, "policies", task)
         if os.path.isfile(os.path.join(bundle, "io.yaml")):
-            res["inference_us"][task] = {k: round(v, 1) for k, v in _inference(bundle, 500 if a.quick else 5000).items()}
+            timings = _inference(bundle, 500 if a.quick else 5000)
+            res["inference_us"][task] = {k: round(v, 1) for k, v in timings.items()}
     json.dump(res, sys.stdout, indent=1)
     print(file=sys.stdout)
     if a.record:
         record(a.record, res, command=command_line())
-    lines = ["| task | env steps/s 1 env | 2 envs | 8 envs | 2 envs subproc | PPO train fps | onnxruntime us | torch us | SB3 predict us |",
+    lines = ["| task | env steps/s 1 env | 2 envs | 8 envs | 2 envs subproc | PPO train fps | onnxruntime us "
+             "| torch us | SB3 predict us |",
              "|---|---|---|---|---|---|---|---|---|"]
     for task in ({} if a.ros_only else TASKS):
         e, inf = res["env_steps_per_s"][task], res["inference_us"].get(task, {})
         lines.append(f"| {task} | {e['1_envs']} | {e['2_envs']} | {e['8_envs']} | {e['2_envs_subproc']} | "
-                     f"{res['train_fps'][task]} | {inf.get('onnxruntime', '-')} | {inf.get('torch', '-')} | {inf.get('sb3_predict', '-')} |")
+                     f"{res['train_fps'][task]} | {inf.get('onnxruntime', '-')} | {inf.get('torch', '-')} | "
+                     f"{inf.get('sb3_predict', '-')} |")
     if res["ros_lockstep"]:
         lines += ["", "| task (1 env) | in-process env steps/s | over ROS, verify=before | over ROS, verify=after | "
                   "over ROS, transport=request | PPO fps in process | PPO fps over ROS (before / request) |",
                   "|---|---|---|---|---|---|---|"]
         for task, r in res["ros_lockstep"].items():
             lines.append(f"| {task} | {r['in_process_env_steps_per_s']} | {r['ros_env_steps_per_s_verify_before']} | "
-                         f"{r['ros_env_steps_per_s_verify_after']} (late commands: {r['late_commands_verify_after']}) | "
+                         f"{r['ros_env_steps_per_s_verify_after']} "
+                         f"(late commands: {r['late_commands_verify_after']}) | "
                          f"{r['ros_env_steps_per_s_request']} | {r.get('in_process_ppo_train_fps', '-')} | "
                          f"{r.get('ros_ppo_train_fps', '-')} / {r.get('ros_ppo_train_fps_request', '-')} |")
     if res["ros_batched"]:

@@ -36,11 +36,10 @@ import numpy as np  # noqa: E402
 
 
 def record(n_frames: int):
-    from sim_bridges import make_backend
-    from sim_bridges.wheel_odometry import OdometryErrors, WheelOdometry
-
     from rlstack_localization.evaluate import _pose_matrix, _se2_matrix
     from rlstack_nav.evaluate import robot_pose
+    from sim_bridges import make_backend
+    from sim_bridges.wheel_odometry import OdometryErrors, WheelOdometry
 
     frames = []
     with make_backend("pybullet", physics_rate_hz=240, control_rate_hz=60) as sim:
@@ -90,7 +89,7 @@ def bench(n_frames: int = 160, repeat: int = 3) -> dict:
             t0 = time.perf_counter()
             scan = virtual_scan(depth, fx, fy, cx, cy, base_from_optical, base_z, params, grid.resolution)
             t1 = time.perf_counter()
-            res = loc.update(scan, odom, t)
+            loc.update(scan, odom, t)
             t2 = time.perf_counter()
             scan_ms.append(1e3 * (t1 - t0))
             update_ms.append(1e3 * (t2 - t1))

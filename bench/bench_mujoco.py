@@ -38,6 +38,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "sim_bridges"))
 
 from sim_bridges import make_backend  # noqa: E402
 from sim_bridges.contract import Capability  # noqa: E402
+
 # the backend module picks MUJOCO_GL (EGL) before importing mujoco: import mujoco through it
 from sim_bridges.mujoco_backend.backend import mujoco  # noqa: E402
 
@@ -131,7 +132,8 @@ def bench_scene(scene: str, n_steps: int, repeats: int, frames: int) -> dict:
         out["ratio_backend_over_raw"] = round(rates["mujoco_backend_steps_per_s"] / rates["mujoco_raw_steps_per_s"], 3)
         out["ratio_with_command"] = round(rates["mujoco_backend_with_command_steps_per_s"]
                                           / rates["mujoco_raw_with_command_steps_per_s"], 3)
-        out["mujoco_over_pybullet"] = round(rates["mujoco_backend_steps_per_s"] / rates["pybullet_backend_steps_per_s"], 2)
+        out["mujoco_over_pybullet"] = round(
+            rates["mujoco_backend_steps_per_s"] / rates["pybullet_backend_steps_per_s"], 2)
         if Capability.END_EFFECTOR_DELTA in mj.capabilities:
             for key, sim in (("mujoco_ee_steps_per_s", mj), ("pybullet_ee_steps_per_s", pb)):
                 out[key] = round(_ee_rate(sim, max(40, n_steps // (10 * k)), repeats), 1)

@@ -40,7 +40,7 @@ for extra in (os.path.join(ROOT, "ros2_ws", "src", "rlstack_nav"), os.path.join(
 import numpy as np  # noqa: E402
 
 from rlstack_nav.controller import RegulatedPurePursuit, wrap_angle  # noqa: E402
-from rlstack_nav.grid import Costmap, CostParams, OccupancyGrid  # noqa: E402
+from rlstack_nav.grid import CostParams, Costmap, OccupancyGrid  # noqa: E402
 from rlstack_nav.home_map import home_map  # noqa: E402
 from rlstack_nav.navigator import NavParams, Navigator  # noqa: E402
 from rlstack_nav.planner import GridPlanner  # noqa: E402
@@ -189,7 +189,8 @@ def markdown(r: dict) -> str:
          f"{c['navigator_cycle']['max_us']:.0f} us"),
         ("pure pursuit compute alone, median / p95",
          f"{c['pure_pursuit_compute']['median_us']:.0f} / {c['pure_pursuit_compute']['p95_us']:.0f} us"),
-        ("planner 200 x 200, median / max over plans", f"{p['median_ms']:.1f} / {p['max_ms']:.1f} ms ({p['plans']} plans)"),
+        ("planner 200 x 200, median / max over plans",
+         f"{p['median_ms']:.1f} / {p['max_ms']:.1f} ms ({p['plans']} plans)"),
         ("planner 200 x 200, corner to corner", f"{p['corner_to_corner']['time_ms']:.1f} ms, "
                                                  f"{p['corner_to_corner']['expansions']} expansions"),
         ("costmap build 200 x 200 (distance field + inflation)", f"{p['costmap_build_ms']:.1f} ms"),

@@ -52,11 +52,10 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     n_frames = 12 if args.quick else args.frames
 
-    from sim_bridges import make_backend
-
     from rlstack_perception import simtools as st
     from rlstack_perception.pipeline import Pipeline
     from rlstack_perception.segment import support_levels
+    from sim_bridges import make_backend
 
     frames = []
     with make_backend("pybullet") as sim:

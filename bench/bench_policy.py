@@ -161,8 +161,10 @@ def bench_latency(samples: int, env: dict = None, priority: int = 0) -> dict:
 
 
 def bench_jitter(rate_hz: float, seconds: float, priority: int = 0) -> dict:
-    with lease_domain_id() as lease, ProcessGroup(lease.domain_id, Path(tempfile.mkdtemp(prefix="bench_policy_"))) as group:
-        proc = start_node(group, trigger="timer", rate_hz=float(rate_hz), stale_periods=1000.0, realtime_priority=priority)
+    with lease_domain_id() as lease, \
+            ProcessGroup(lease.domain_id, Path(tempfile.mkdtemp(prefix="bench_policy_"))) as group:
+        proc = start_node(group, trigger="timer", rate_hz=float(rate_hz), stale_periods=1000.0,
+                          realtime_priority=priority)
         client = Client(lease.domain_id)
         try:
             client.spin_until(lambda: client.pub.get_subscription_count() >= 1, 30, "the policy node")
@@ -206,21 +208,25 @@ def to_markdown(r: dict) -> str:
         f = r["latency_fifo"]
         lines += [f"| client round trip, node with `realtime_priority` (SCHED_FIFO) | {f['rtt_p50_ms']:.3f} ms "
                   f"| {f['rtt_p99_ms']:.3f} ms | p99 < 2 ms |",
-                  f"| inside the node, SCHED_FIFO | {f['node_latency_p50_ms']:.3f} ms | {f['node_latency_p99_ms']:.3f} ms | |"]
+                  f"| inside the node, SCHED_FIFO | {f['node_latency_p50_ms']:.3f} ms "
+                  f"| {f['node_latency_p99_ms']:.3f} ms | |"]
     lines += [
         "",
-        "| `trigger: timer` (wall clock) | scheduling | achieved Hz | node jitter p99 | jitter p99 at the client | overruns | node CPU % | RSS MB |",
+        "| `trigger: timer` (wall clock) | scheduling | achieved Hz | node jitter p99 | jitter p99 at the client "
+        "| overruns | node CPU % | RSS MB |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for j in r["jitter"]:
         sched = f"SCHED_FIFO {j['realtime_priority']}" if j["realtime_priority"] else "normal"
-        lines.append(f"| {j['rate_hz']:g} Hz, {j['seconds']:g} s | {sched} | {j['achieved_rate_hz']:.1f} | {j['node_jitter_p99_ms']:.3f} ms "
-                     f"| {j['rx_jitter_p99_ms']:.3f} ms | {j['node_overruns']} | {j['node_cpu_percent']:.0f} | {j['rss_mb']:.0f} |")
+        lines.append(f"| {j['rate_hz']:g} Hz, {j['seconds']:g} s | {sched} | {j['achieved_rate_hz']:.1f} "
+                     f"| {j['node_jitter_p99_ms']:.3f} ms | {j['rx_jitter_p99_ms']:.3f} ms | {j['node_overruns']} "
+                     f"| {j['node_cpu_percent']:.0f} | {j['rss_mb']:.0f} |")
     large = r["latency_large_segment"]
     lines += ["", "| resident memory of the node (VmHWM, peak) | MB | target |", "|---|---|---|",
               f"| as shipped (small-message profile: 1 MiB SHM segment) | {r['rss_peak_mb']:.1f} | < 150 |",
               f"| same node forced onto the 16 MiB-segment profile | {large['rss_peak_mb']:.1f} | (comparison) |",
-              f"| (latency with the 16 MiB profile: p50 {large['rtt_p50_ms']:.3f} ms, p99 {large['rtt_p99_ms']:.3f} ms) | | |"]
+              f"| (latency with the 16 MiB profile: p50 {large['rtt_p50_ms']:.3f} ms, "
+              f"p99 {large['rtt_p99_ms']:.3f} ms) | | |"]
     return "\n".join(lines)
 
 
@@ -236,7 +242,8 @@ def main() -> int:
     result = {"machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.python_version()}",
               "quick": args.quick, "targets": TARGETS}
     result["latency"] = bench_latency(samples)
-    result["latency_large_segment"] = bench_latency(samples, env={"FASTDDS_DEFAULT_PROFILES_FILE": large_segment_profile()})
+    result["latency_large_segment"] = bench_latency(
+        samples, env={"FASTDDS_DEFAULT_PROFILES_FILE": large_segment_profile()})
     if args.priority:
         result["latency_fifo"] = bench_latency(samples, priority=args.priority)
     result["jitter"] = [bench_jitter(rate, seconds, prio) for prio in (0, args.priority) if prio >= 0

@@ -32,10 +32,10 @@ import time
 from pathlib import Path
 
 import numpy as np
+from bench_policy import BenchClient  # same folder: bench/ is the script's sys.path[0]
 from geometry_msgs.msg import Vector3
 from sensor_msgs.msg import Image, JointState
 
-from bench_policy import BenchClient   # same folder: bench/ is the script's sys.path[0]
 from rlstack_testing.domain import lease_domain_id
 from rlstack_testing.processes import ProcessGroup
 
@@ -67,7 +67,8 @@ class Client(BenchClient):
         super().__init__(domain_id, "bench_pixels_client", spin_step_s=0.005)
         self.actions: list = []
         self.images: list = []      # (perf_counter, stamp s)
-        self.node.create_subscription(Vector3, "/ball_plate/angles", lambda m: self.actions.append(time.perf_counter()), 10)
+        self.node.create_subscription(Vector3, "/ball_plate/angles",
+                                      lambda m: self.actions.append(time.perf_counter()), 10)
 
     def listen_images(self) -> None:
         self.node.create_subscription(Image, TOPIC, lambda m: self.images.append(
@@ -76,7 +77,8 @@ class Client(BenchClient):
 
 def bench_latency(samples: int) -> dict:
     imgs = frames(30)
-    with lease_domain_id() as lease, ProcessGroup(lease.domain_id, Path(tempfile.mkdtemp(prefix="bench_pix_"))) as group:
+    with lease_domain_id() as lease, \
+            ProcessGroup(lease.domain_id, Path(tempfile.mkdtemp(prefix="bench_pix_"))) as group:
         group.start_node("rlstack_policy", "policy_node", params_file=PARAMS, params={
             "bundle_path": str(BUNDLE), "use_sim_time": False, "trigger": "message", "stale_periods": 1000.0,
             "diagnostics_period_s": 0.5})
@@ -117,7 +119,8 @@ def bench_latency(samples: int) -> dict:
 
 
 def bench_camera(seconds: float) -> dict:
-    with lease_domain_id() as lease, ProcessGroup(lease.domain_id, Path(tempfile.mkdtemp(prefix="bench_pix_"))) as group:
+    with lease_domain_id() as lease, \
+            ProcessGroup(lease.domain_id, Path(tempfile.mkdtemp(prefix="bench_pix_"))) as group:
         group.start_node("rlstack_sim", "sim_bridge", name="sim_bridge", params_file=BRIDGE, params={
             "scene": "ball_plate", "mode": "realtime", "seed": 3, "camera_enabled": True, "camera_rate_hz": 30.0,
             "control_rate_hz": 30.0, "publish_rate_hz": 30.0, "ground_truth_rate_hz": 30.0})
@@ -139,7 +142,8 @@ def bench_camera(seconds: float) -> dict:
             gaps = np.diff(stamps) * 1e3 if len(stamps) > 2 else np.array([np.nan])
             d = client.diag
             return {"seconds": seconds, "needed_hz": 30.0, "images_received_hz": len(client.images) / wall,
-                    "image_sim_rate_hz": float((len(stamps) - 1) / (stamps[-1] - stamps[0])) if len(stamps) > 2 else 0.0,
+                    "image_sim_rate_hz": (float((len(stamps) - 1) / (stamps[-1] - stamps[0]))
+                                          if len(stamps) > 2 else 0.0),
                     "stamp_interval_p50_ms": float(np.percentile(gaps, 50)),
                     "stamp_interval_p99_ms": float(np.percentile(gaps, 99)),
                     "stamp_intervals_not_33ms": int(np.sum(np.abs(gaps - 1e3 / 30) > 1e3 / 60)),
@@ -168,7 +172,8 @@ def to_markdown(r: dict) -> str:
         "|---|---|",
         f"| needed: one frame per control step (stack 2, stride 1) | {cam['needed_hz']:g} Hz, 33 ms apart by stamp |",
         f"| given: frames received at the client | {cam['images_received_hz']:.1f} Hz (wall) |",
-        f"| given: frame stamps | {cam['image_sim_rate_hz']:.1f} Hz; interval p50 {cam['stamp_interval_p50_ms']:.1f} ms, "
+        f"| given: frame stamps | {cam['image_sim_rate_hz']:.1f} Hz; "
+        f"interval p50 {cam['stamp_interval_p50_ms']:.1f} ms, "
         f"p99 {cam['stamp_interval_p99_ms']:.1f} ms; {cam['stamp_intervals_not_33ms']} intervals off by > 17 ms |",
         f"| actions published | {cam['actions_hz']:.1f} Hz |",
         f"| node safe steps by reason (before -> after the window) | {cam['node_safe_steps_before']} -> "

@@ -55,7 +55,8 @@ def project(one: dict, machines, cpus_per_machine: int) -> list:
     for n in machines:
         runners = n * cpus_per_machine
         for batch in (one["batch_per_iteration"], one["batch_per_iteration"] * runners):
-            it = batch / (runners * rate) + one["learn_s_per_iter"] * batch / one["batch_per_iteration"] + one["sync_s_per_iter"]
+            it = (batch / (runners * rate) + one["learn_s_per_iter"] * batch / one["batch_per_iteration"]
+                  + one["sync_s_per_iter"])
             rows.append({"machines": n, "env_runners": runners, "batch": int(batch), "steps_per_s": round(batch / it)})
     return rows
 
@@ -89,7 +90,8 @@ def main() -> int:
     print(json.dumps(out, indent=1))
     if a.record:
         record(a.record, out, command=command_line())
-    print("\n| env runners | envs each | env steps/s | sampling s/iter | learner s/iter | sync s/iter |", file=sys.stderr)
+    print("\n| env runners | envs each | env steps/s | sampling s/iter | learner s/iter | sync s/iter |",
+          file=sys.stderr)
     print("|---|---|---|---|---|---|", file=sys.stderr)
     for r in rows:
         print(f"| {r['env_runners']} | {r['envs_per_runner']} | {r['steps_per_s']:.0f} | {r['sample_s_per_iter']:.3f} "

@@ -133,7 +133,8 @@ def bench_camera(scene: str, n_frames: int, repeats: int) -> dict:
 
 def to_markdown(result: dict) -> str:
     lines = [
-        "| scene | raw stepSimulation (steps/s) | backend step() (steps/s) | ratio | step(1) per physics step (steps/s) | ratio |",
+        "| scene | raw stepSimulation (steps/s) | backend step() (steps/s) | ratio "
+        "| step(1) per physics step (steps/s) | ratio |",
         "|---|---:|---:|---:|---:|---:|",
     ]
     for r in result["physics"]:

@@ -17,7 +17,8 @@ also writes the results file (with the command, commit, date and hardware; rlsta
 
 Usage::
 
-    source env.sh && python bench/bench_sim_interfaces.py [--steps 2000] [--record docs/results/sim_interfaces_speed.json]
+    source env.sh && python bench/bench_sim_interfaces.py [--steps 2000] \\
+        [--record docs/results/sim_interfaces_speed.json]
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import REPO
+
 from rlstack_launch import load
 
 LAUNCH = REPO / "launch"

@@ -9,11 +9,11 @@ from __future__ import annotations
 from builtin_interfaces.msg import Time
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from sensor_msgs.msg import CameraInfo, Image
+from test_perception_node import STATIC_QOS, _image_msgs, _info, _static_tf, query, start_map, table_view  # noqa: F401
 from tf2_msgs.msg import TFMessage
 
 from rlstack_common.qos import SENSOR, sensor_subscription
 from rlstack_interfaces.msg import SemanticMap
-from test_perception_node import STATIC_QOS, _image_msgs, _info, _static_tf, query, start_map, table_view  # noqa: F401
 
 
 def test_the_sensor_profile_is_rclpys_sensor_data_with_a_shorter_history():
@@ -22,7 +22,8 @@ def test_the_sensor_profile_is_rclpys_sensor_data_with_a_shorter_history():
     assert 1 <= SENSOR.depth <= qos_profile_sensor_data.depth
 
 
-def test_a_best_effort_camera_driver_feeds_the_semantic_map(ros_processes, ros_probe, params_dir, table_view):
+def test_a_best_effort_camera_driver_feeds_the_semantic_map(ros_processes, ros_probe, params_dir,
+                                                           table_view):  # noqa: F811 (the fixture imported above)
     frame, _truth = table_view
     node = start_map(ros_processes, params_dir, rgb_topic="/cam/rgb", depth_topic="/cam/depth",
                      camera_info_topic="/cam/info")

@@ -70,7 +70,8 @@ def test_the_check_finds_each_kind_of_problem():
         "# runs in: tests/test_docs.py::test_the_check_finds_each_kind_of_problem",
         "source env.sh",
         "python -m rlstack_launch launch/fetch.launch.yaml seed:=3 backend:=mujoco",
-        "ros2_ws/install/rlstack_perception/lib/rlstack_perception/semantic_map --ros-args -p use_sim_time:=false -p map_frame:=odom",
+        "ros2_ws/install/rlstack_perception/lib/rlstack_perception/semantic_map --ros-args "
+        "-p use_sim_time:=false -p map_frame:=odom",
         "```",
         "| parameter | default |",
         "|---|---|",
@@ -98,8 +99,8 @@ def test_every_docs_page_named_anywhere_in_the_repository_exists():
     missing = []
     for rel in check_docs.tracked():
         path = REPO / rel
-        if rel.startswith(("docs/", "out/")) or path.suffix not in (".py", ".md", ".yaml", ".yml", ".sh", ".xml",
-                                                                      ".txt", ".msg", ".srv", ".action", ".rviz", ".cfg") \
+        if rel.startswith(("docs/", "out/")) or path.suffix not in (
+                ".py", ".md", ".yaml", ".yml", ".sh", ".xml", ".txt", ".msg", ".srv", ".action", ".rviz", ".cfg") \
                 and path.name not in ("Makefile", "Dockerfile", "env.sh"):
             continue
         try:

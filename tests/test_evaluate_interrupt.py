@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from conftest import REPO
+
 from rlstack_testing.domain import lease_domain_id
 
 

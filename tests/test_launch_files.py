@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import REPO
+
 from rlstack_launch import check_launch_file, load_launch_file
 
 LAUNCH_FILES = sorted((REPO / "launch").glob("*.launch.yaml"))
@@ -62,7 +62,8 @@ def test_params_files_are_ros_params_yaml(params_file):
     data = yaml.safe_load(params_file.read_text())
     assert isinstance(data, dict) and data
     for node_key, section in data.items():
-        assert set(section) == {"ros__parameters"}, f"{params_file.name}: {node_key} has keys other than ros__parameters"
+        assert set(section) == {"ros__parameters"}, \
+            f"{params_file.name}: {node_key} has keys other than ros__parameters"
         assert isinstance(section["ros__parameters"], dict)
 
 
@@ -93,7 +94,7 @@ def test_the_fetch_graph_has_depth_noise_on_by_default(args):
     off = {**args, "depth_noise": "false"}
     assert _params("fetch.launch.yaml", off, "sim_bridge")["depth_noise"] == "false"
     assert float(_params("fetch.launch.yaml", off, "nav_controller")["floor_noise_per_m2"]) == 0
-    from rlstack_nav.obstacles import NOISY_DEPTH_ALLOWANCES   # the offline evaluations use the same figures
+    from rlstack_nav.obstacles import NOISY_DEPTH_ALLOWANCES  # the offline evaluations use the same figures
     assert {k: float(nav[k]) for k in NOISY_DEPTH_ALLOWANCES} == NOISY_DEPTH_ALLOWANCES
 
 
@@ -113,7 +114,8 @@ def test_the_fetch_graph_runs_with_drifting_odometry_and_the_localiser_by_defaul
     assert "localizer" not in [s.name for s in load_launch_file(str(REPO / "launch" / "fetch.launch.yaml"), off)]
     assert _params("fetch.launch.yaml", off, "sim_bridge")["wheel_odometry"] == "false"
     assert _params("fetch.launch.yaml", off, "nav_controller")["publish_map_to_odom"] == "true"
-    assert _params("fetch.launch.yaml", off, "semantic_map")["map_frame"] == "map"   # the identity map -> odom: same frame
+    # the identity map -> odom: same frame
+    assert _params("fetch.launch.yaml", off, "semantic_map")["map_frame"] == "map"
 
 
 def test_the_fetch_graph_takes_the_simulator_backend():
@@ -121,8 +123,9 @@ def test_the_fetch_graph_takes_the_simulator_backend():
     other engine); PyBullet stays the default. The evaluator's --backend passes it through."""
     assert _params("fetch.launch.yaml", {}, "sim_bridge")["backend"] == "pybullet"
     assert _params("fetch.launch.yaml", {"backend": "mujoco"}, "sim_bridge")["backend"] == "mujoco"
-    from rlstack_mission.evaluate import _graph_args
     import argparse
+
+    from rlstack_mission.evaluate import _graph_args
 
     ns = argparse.Namespace(ground_truth_grasp=False, backend="mujoco", graph_arg=[], kind="cube")
     assert _graph_args(ns, argparse.ArgumentParser())["backend"] == "mujoco"

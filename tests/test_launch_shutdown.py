@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Callable, Dict
 
 import pytest
+from conftest import REPO
 from geometry_msgs.msg import PoseStamped, Vector3
 from sensor_msgs.msg import Image
 from std_msgs.msg import Float64, String, UInt32
 
-from conftest import REPO
 from rlstack_interfaces.msg import SemanticMap
 
 LAUNCH = REPO / "launch"

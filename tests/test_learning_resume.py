@@ -92,7 +92,7 @@ def test_kill_and_resume(tmp_path):
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
     text = (tmp_path / "train.log").read_text()
-    resumes = [l for l in text.splitlines() if l.startswith("[train] resume")]
+    resumes = [ln for ln in text.splitlines() if ln.startswith("[train] resume")]
     assert len(resumes) == 2, text[-3000:]
     assert f"({seen} steps)" in resumes[0] or _resumed_steps(resumes[0]) >= seen, resumes[0]
     assert _resumed_steps(resumes[1]) >= seen2, resumes[1]

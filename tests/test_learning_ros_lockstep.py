@@ -23,7 +23,8 @@ from std_msgs.msg import Float64, String
 from rlstack_interfaces.srv import SimStep
 
 OBS_TOL = 1e-5
-PROGRESS_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+PROGRESS_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE,
+                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 def start_lockstep_bridge(ros_processes, params_dir, scene="cartpole", rate=60.0):

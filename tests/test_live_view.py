@@ -81,7 +81,8 @@ def test_foxglove_client_receives_tf_and_the_map(light_graph):
                 "/mission/status", "/head_camera/image_raw/compressed"} <= set(channels), sorted(channels)
         for topic, type_name in (("/tf", "tf2_msgs/msg/TFMessage"), ("/map", "nav_msgs/msg/OccupancyGrid")):
             assert channels[topic]["encoding"] == "cdr" and channels[topic]["schemaName"] == type_name
-            assert channels[topic]["schemaEncoding"] == "ros2msg" and "MSG: std_msgs/Header" in channels[topic]["schema"]
+            assert channels[topic]["schemaEncoding"] == "ros2msg"
+            assert "MSG: std_msgs/Header" in channels[topic]["schema"]
         ws.send(json.dumps({"op": "subscribe", "subscriptions": [
             {"id": 1, "channelId": channels["/tf"]["id"]}, {"id": 2, "channelId": channels["/map"]["id"]}]}))
         got, end = {}, time.monotonic() + 30.0

@@ -143,8 +143,9 @@ def test_localiser_keeps_the_estimate_on_the_truth_while_odometry_drifts(ros_pro
 
 
 def test_bad_and_wrong_initial_poses_and_navigation_while_lost(ros_processes, ros_probe, params_dir, repo):
-    from rlstack_interfaces.action import NavigateTo
     from test_nav_controller import Navigate
+
+    from rlstack_interfaces.action import NavigateTo
 
     start_bridge(ros_processes, params_dir)
     start_localizer(ros_processes, params_dir, repo)
@@ -202,8 +203,9 @@ def test_bad_and_wrong_initial_poses_and_navigation_while_lost(ros_processes, ro
 def test_navigation_pauses_while_lost_and_resumes(ros_processes, ros_probe, params_dir, repo):
     """A running goal stops (zero /cmd_vel, feedback LOCALIZATION_LOST) while /localization/state says
     LOST and carries on to SUCCEEDED when it says OK again. The state comes from the probe here."""
-    from rlstack_interfaces.action import NavigateTo
     from test_nav_controller import Navigate, wait_nav_odometry
+
+    from rlstack_interfaces.action import NavigateTo
 
     start_bridge(ros_processes, params_dir, wheel_odometry=False, camera_enabled=False)
     ros_processes.start_node("rlstack_nav", "nav_controller", params_file=params_dir / "nav_controller.yaml",

@@ -106,8 +106,8 @@ def test_a_late_tf_static_subscriber_gets_every_publishers_message(ros_domain_id
             late = RosProbe(ros_domain_id, name=f"late_{label.lower()}")
             try:
                 got = received.setdefault(label, [])
-                late.node.create_subscription(TFMessage, "/tf_static",
-                                              lambda m, got=got: got.extend(t.child_frame_id for t in m.transforms), qos)
+                late.node.create_subscription(
+                    TFMessage, "/tf_static", lambda m, got=got: got.extend(t.child_frame_id for t in m.transforms), qos)
                 time.sleep(2.0)     # both messages reach the reader's history before any callback runs
                 late.spin_for(1.0)
             finally:

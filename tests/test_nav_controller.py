@@ -128,7 +128,8 @@ def test_reaches_a_goal_through_the_action_with_feedback_plan_and_map(ros_proces
     got = plans.pop_all()
     assert any(len(p.poses) > 10 and p.header.frame_id == "map" for p in got)
     first = next(p for p in got if p.poses)
-    assert first.poses[-1].pose.position.x == pytest.approx(1.2) and first.poses[-1].pose.position.y == pytest.approx(-0.6)
+    end = first.poses[-1].pose.position
+    assert end.x == pytest.approx(1.2) and end.y == pytest.approx(-0.6)
     ros_processes.assert_all_alive()
 
 

@@ -182,7 +182,8 @@ def test_robot_side_exec_dependencies_are_in_the_robot_install():
             if pip_of_key[key] not in robot_txt:
                 problems.append(f"{pkg.name}: exec_depend {key} needs '{pip_of_key[key]}' in requirements/robot.txt")
     assert not problems, "\n".join(problems)
-    assert not robot_txt & {KEYS[m][1] for m in WORKSTATION if m in KEYS}, "the robot install holds a workstation module"
+    assert not robot_txt & {KEYS[m][1] for m in WORKSTATION if m in KEYS}, \
+        "the robot install holds a workstation module"
 
 
 def test_no_rosdep_key_dependencies_are_marked_in_package_xml():

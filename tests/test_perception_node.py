@@ -171,9 +171,8 @@ def _static_tf(frame):
 @pytest.fixture(scope="module")
 def table_view():
     """A PyBullet view of the panda_table cubes and their true positions (rendered in-process)."""
-    from sim_bridges import make_backend
-
     from rlstack_perception import simtools as st
+    from sim_bridges import make_backend
 
     with make_backend("pybullet") as sim:
         sim.load_scene("panda_table")
@@ -292,8 +291,9 @@ def test_save_clear_load_and_a_corrupt_file_is_set_aside(ros_processes, ros_prob
     assert node.alive()
 
 
-@pytest.mark.parametrize("value, says", [("bogus", "noun_words must be off, accept, reject, heads or full, got 'bogus'"),
-                                         ("true", "expecting type 'STRING'")])
+@pytest.mark.parametrize("value, says", [
+    ("bogus", "noun_words must be off, accept, reject, heads or full, got 'bogus'"),
+    ("true", "expecting type 'STRING'")])
 def test_a_bad_noun_words_value_stops_the_node_with_one_line(ros_processes, params_dir, value, says):
     """noun_words is off | accept | reject | heads | full (a string): anything else,
     the old boolean too, stops the node at start with one line, not a traceback."""

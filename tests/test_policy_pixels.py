@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseArray, Vector3
-
 from test_policy_balance import lockstep_run, policy_diag
 
 SIM_SECONDS = 60.0

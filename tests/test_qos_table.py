@@ -66,7 +66,8 @@ def test_every_subscriber_matches_every_publisher(row):
                     f"{row[0]}: {sub_node} never hears {pub_node}"
 
 
-CAMERA_NODES = ["rlstack_perception/rlstack_perception/node.py", "rlstack_perception/rlstack_perception/grasp_pose_node.py",
+CAMERA_NODES = ["rlstack_perception/rlstack_perception/node.py",
+                "rlstack_perception/rlstack_perception/grasp_pose_node.py",
                 "rlstack_localization/rlstack_localization/localizer_node.py", "rlstack_nav/rlstack_nav/nav_node.py"]
 
 

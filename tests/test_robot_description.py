@@ -18,13 +18,13 @@ import importlib.util
 import sys
 
 import pytest
+from conftest import REPO
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
-from conftest import REPO
 from rlstack_description.kinematics import TransformTree, load_urdf, parse_urdf, transforms_equal, tree_summary
 
 URDF = REPO / "ros2_ws" / "src" / "rlstack_description" / "urdf" / "mobile_manipulator.urdf"

@@ -6,9 +6,9 @@ import signal
 import time
 from pathlib import Path
 
+from conftest import REPO
 from std_msgs.msg import UInt32
 
-from conftest import REPO
 from rlstack_interfaces.srv import QueryObjects
 
 SMOKE = REPO / "launch" / "smoke.launch.yaml"

@@ -11,7 +11,6 @@ import re
 
 import pytest
 import yaml
-
 from conftest import REPO
 
 RVIZ = REPO / "config" / "rviz" / "fetch.rviz"
@@ -145,8 +144,9 @@ def test_goal_tool_publishes_what_nav_controller_subscribes():
 
 
 def test_robot_model_reads_what_robot_state_publisher_latches():
-    from rlstack_description.state_publisher import DESCRIPTION_QOS
     from rclpy.qos import DurabilityPolicy, ReliabilityPolicy
+
+    from rlstack_description.state_publisher import DESCRIPTION_QOS
 
     robot = _topics(_config())["/robot_description"]["Description Topic"]
     assert DESCRIPTION_QOS.durability == DurabilityPolicy.TRANSIENT_LOCAL and robot["Durability Policy"] == \

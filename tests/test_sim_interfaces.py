@@ -14,9 +14,19 @@ import pytest
 from geometry_msgs.msg import Pose
 from sensor_msgs.msg import JointState
 from simulation_interfaces.msg import Result, SimulationState, SimulatorFeatures
-from simulation_interfaces.srv import (DeleteEntity, GetEntities, GetEntityState, GetSimulationState,
-                                       GetSimulatorFeatures, GetSpawnables, ResetSimulation, SetEntityState,
-                                       SetSimulationState, SpawnEntity, StepSimulation)
+from simulation_interfaces.srv import (
+    DeleteEntity,
+    GetEntities,
+    GetEntityState,
+    GetSimulationState,
+    GetSimulatorFeatures,
+    GetSpawnables,
+    ResetSimulation,
+    SetEntityState,
+    SetSimulationState,
+    SpawnEntity,
+    StepSimulation,
+)
 
 from rlstack_interfaces.srv import ResetSim, SimStep
 

@@ -11,7 +11,6 @@ against any other copy of the standard talk to our bridge.
 from pathlib import Path
 
 import pytest
-
 from sim_interfaces_hashes import compute_hashes, installed_hashes, share_dirs
 
 REPO = Path(__file__).resolve().parents[1]

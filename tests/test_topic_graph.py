@@ -6,6 +6,7 @@ import re
 import sys
 
 from conftest import REPO
+
 from rlstack_interfaces.action import NavigateTo
 
 TOOL = REPO / "tools" / "topic_graph.py"

@@ -101,9 +101,10 @@ def check_file(path: str, args: Dict[str, str]) -> List[str]:
     errors = _parse_errors(path)
     if errors:
         return errors
-    from launch import LaunchContext, LaunchDescription
     from launch.actions import IncludeLaunchDescription
     from launch.launch_description_sources import AnyLaunchDescriptionSource
+
+    from launch import LaunchContext, LaunchDescription
 
     loop = asyncio.new_event_loop()
     try:
@@ -139,9 +140,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         "and launch arguments")
     options = parser.parse_args(argv)
     try:
-        import launch  # noqa: F401
         import launch_ros  # noqa: F401
         import launch_yaml  # noqa: F401
+
+        import launch  # noqa: F401
     except ImportError as exc:
         print(f"check_launch_upstream: error: upstream launch is not importable ({exc}); "
               "source a ROS 2 distribution or the prefix tools/install_ros2_launch.sh builds",

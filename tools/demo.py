@@ -77,7 +77,8 @@ class DemoVideo:
     """Composes robot camera | overhead view frames at VIDEO_FPS (wall clock) into an mp4."""
 
     def __init__(self, node, path: Path, layout) -> None:
-        from nav_msgs.msg import OccupancyGrid, Odometry, Path as PathMsg
+        from nav_msgs.msg import OccupancyGrid, Odometry
+        from nav_msgs.msg import Path as PathMsg
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
         from sensor_msgs.msg import Image
 
@@ -97,7 +98,8 @@ class DemoVideo:
         self.objects = []
         self.phase, self.detail = "START", ""
         self.t0 = time.monotonic()
-        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
+        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                             reliability=ReliabilityPolicy.RELIABLE)
         node.create_subscription(Image, "/head_camera/image_raw", self._on_image, 2)
         node.create_subscription(OccupancyGrid, "/map", self._on_map, latched)
         node.create_subscription(Odometry, "/odom", self._on_odom, 10)
@@ -153,8 +155,9 @@ class DemoVideo:
             self.view = OverheadView(data, grid.info.resolution, (o.x, o.y), size=(480, 360), caption_height=20)
         x, y, _ = self.layout.dropoff
         overhead = self.view.render(robot=robot, robot_radius=0.3, path=path, objects=objects,
-                                    target=(x, y, "drop-off"), highlight=self.target_label, title=f"{self.layout.query}: {phase}  "
-                                    f"t={time.monotonic() - self.t0:5.1f} s", caption=detail[:70])
+                                    target=(x, y, "drop-off"), highlight=self.target_label,
+                                    title=f"{self.layout.query}: {phase}  t={time.monotonic() - self.t0:5.1f} s",
+                                    caption=detail[:70])
         return side_by_side(camera, overhead, 360)
 
     def _run(self) -> None:
@@ -182,11 +185,13 @@ def main(argv=None) -> int:
     ap.add_argument("--color", default=DEMO_COLOR, choices=COLORS,
                     help="colour of the cube to fetch")
     ap.add_argument("--ground-truth-grasp", action="store_true",
-                    help="the labelled ablation: grasp on the simulator's live pose (fetch.launch.yaml robot_mode:=false); "
-                         "by default the robot grasps from perception, with no simulator truth in its loop")
+                    help="the labelled ablation: grasp on the simulator's live pose "
+                         "(fetch.launch.yaml robot_mode:=false); by default the robot grasps from perception, "
+                         "with no simulator truth in its loop")
     ap.add_argument("--launch-arg", action="append", default=[], metavar="NAME:=VALUE",
                     help="a further argument of launch/fetch.launch.yaml, e.g. use_sim_time:=false (repeatable)")
-    ap.add_argument("--robot-mode", action="store_true", help=argparse.SUPPRESS)   # the default now; kept for old scripts
+    # the default now; kept for old scripts
+    ap.add_argument("--robot-mode", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     import rclpy
     from rclpy.executors import MultiThreadedExecutor

@@ -127,6 +127,8 @@ def main(argv: List[str]) -> int:
     print("\n".join(lines))
     problems += failed
     if args.text:
+        import numpy as np
+
         from rlstack_perception.embed import LABELS, TextEncoder
 
         enc = TextEncoder()

@@ -130,7 +130,8 @@ def lifts(path: str) -> int:
     series = load(path)
     for start in lift_starts(series):
         w2 = start["wall"]
-        print(f"lift at sim {start['t']:.2f} s: target in base_link ({start['x']:.3f}, {start['y']:.3f}, {start['z']:.3f}) m")
+        print(f"lift at sim {start['t']:.2f} s: target in base_link "
+              f"({start['x']:.3f}, {start['y']:.3f}, {start['z']:.3f}) m")
         for back in (1, 2, 3, 5, 8):
             o = _motion(_near(series["odom"], w2 - back), _near(series["odom"], w2))
             g = _motion(_near(series["true"], w2 - back), _near(series["true"], w2))
@@ -229,7 +230,8 @@ def main(argv=None) -> int:
     rp.add_argument("--from", dest="t_from", type=float, default=-12.0, help="s before the lift to start at")
     rp.add_argument("--to", dest="t_to", type=float, default=1.0, help="s after the lift to end at")
     rp.add_argument("--spread", type=float, default=0.0,
-                    help="s each end-effector step is spread over (the graph's arm_step_period_s; 0: one control period)")
+                    help="s each end-effector step is spread over "
+                         "(the graph's arm_step_period_s; 0: one control period)")
     rp.add_argument("--rate", type=int, default=60, help="control rate, Hz (the fetch graph's bridge: 60)")
     rp.add_argument("--object", nargs=5, metavar=("NAME", "X", "Y", "Z", "YAW_DEG"),
                     help="place the layout's target (the evaluator prints it: 'red_cube placed at ...')")

@@ -29,13 +29,12 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default="")
     args = ap.parse_args(argv)
 
-    from sim_bridges.pybullet_backend import PyBulletBackend
-    from sim_bridges.sensor_noise import DepthNoise
-
     from rlstack_perception.evaluate_grasp_pose import head_camera_in_base, head_camera_view
     from rlstack_perception.frame import Frame
     from rlstack_perception.pipeline import Pipeline
     from rlstack_perception.simtools import label_of, target_objects
+    from sim_bridges.pybullet_backend import PyBulletBackend
+    from sim_bridges.sensor_noise import DepthNoise
 
     noise = DepthNoise(enabled=not args.no_noise)
     rng = np.random.default_rng(3)

@@ -23,8 +23,6 @@ import argparse
 import math
 from pathlib import Path
 
-import numpy as np
-
 from rlstack_learning.envs.base import EVAL_SEED_BASE
 from rlstack_learning.envs.mobile_lift_perceived import MobileLiftPerceivedEnv, perceived_expert
 from sim_bridges.contract import Pose

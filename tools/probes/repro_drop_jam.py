@@ -17,7 +17,6 @@ release in process, with hard stops and turns, never jammed in 60 tries).
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 
 import numpy as np

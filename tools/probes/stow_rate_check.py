@@ -64,7 +64,6 @@ def drive(env, per_command: int, plan) -> bool:
 def run(backend: str, bridge_hz: float, episodes: int, seed0: int, step_period: float = 0.0,
         carry: bool = False) -> list:
     from rlstack_bundle import bundle
-
     from rlstack_learning.envs.base import EVAL_SEED_BASE
     from rlstack_learning.envs.mobile_lift import MobileLiftEnv
 
@@ -142,8 +141,9 @@ def main(argv=None) -> int:
         res = run(a.backend, hz, a.episodes, a.seed0, a.step_period, a.carry)
         held = sum(r[0].startswith("held") for r in res)
         lifted = sum(r[0] != "not lifted" for r in res)
-        print(f"{a.backend} bridge {hz:g} Hz, ee step period {a.step_period or 1 / hz:.4f} s: held {'through the drive' if a.carry else 'after the stow'} {held} of {lifted} lifted ({a.episodes} episodes): {res}",
-              flush=True)
+        when = "through the drive" if a.carry else "after the stow"
+        print(f"{a.backend} bridge {hz:g} Hz, ee step period {a.step_period or 1 / hz:.4f} s: held {when} "
+              f"{held} of {lifted} lifted ({a.episodes} episodes): {res}", flush=True)
     return 0
 
 

@@ -123,7 +123,8 @@ def _check_io(io: Dict[str, Any], problems: List[str]) -> None:
     if not (_finite(rate) and rate > 0):
         problems.append(f"io.yaml: control_rate_hz must be a positive number, got {rate!r}")
     model = io.get("model")
-    if not isinstance(model, dict) or not isinstance(model.get("input"), dict) or not isinstance(model.get("output"), dict):
+    if not (isinstance(model, dict) and isinstance(model.get("input"), dict)
+            and isinstance(model.get("output"), dict)):
         problems.append("io.yaml: 'model' with 'input' and 'output' mappings is required")
         return
     kind = model["output"].get("kind")
@@ -149,7 +150,8 @@ def _check_io(io: Dict[str, Any], problems: List[str]) -> None:
             if t.get("index") != i:
                 problems.append(f"{where} ('{t['name']}'): index must be {i}, got {t.get('index')!r}")
             src = t.get("source" if section == "observation" else "target")
-            if not (isinstance(src, dict) and all(isinstance(src.get(k), str) and src.get(k) for k in ("topic", "type", "field"))):
+            if not (isinstance(src, dict)
+                    and all(isinstance(src.get(k), str) and src.get(k) for k in ("topic", "type", "field"))):
                 problems.append(f"{where} ('{t['name']}'): source/target needs topic, type and field strings")
             elif not src["topic"].startswith("/"):
                 problems.append(f"{where} ('{t['name']}'): topic must be absolute, got {src['topic']!r}")
@@ -162,7 +164,8 @@ def _check_io(io: Dict[str, Any], problems: List[str]) -> None:
                 continue
             lim = t["limits"]
             if not (isinstance(lim, list) and len(lim) == 2 and all(_finite(v) for v in lim) and lim[0] < lim[1]):
-                problems.append(f"{where} ('{t['name']}'): limits must be [low, high] finite with low < high, got {lim!r}")
+                problems.append(f"{where} ('{t['name']}'): limits must be [low, high] finite with low < high, "
+                                f"got {lim!r}")
                 continue
             if "safe_action" in t:
                 bad = safe_action_problem(t["safe_action"], lim)
@@ -237,7 +240,8 @@ def _check_onnx(path: str, io: Dict[str, Any], problems: List[str]):
         opts.inter_op_num_threads = 1
         session = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
     except Exception as exc:  # InvalidProtobuf, Fail, InvalidGraph, ...
-        problems.append(f"policy.onnx: not a valid ONNX model: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+        first_line = str(exc).splitlines()[0] if str(exc) else ""
+        problems.append(f"policy.onnx: not a valid ONNX model: {type(exc).__name__}: {first_line}")
         return None
     n_obs = len(io.get("observation") or [])
     n_act = len(io.get("action") or [])
@@ -343,7 +347,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                 continue
             imgs = "".join(f" + image {d['name']} {d['shape'][1:]}" for d in b.io["model"].get("image_inputs") or [])
             print(f"ok: {path} ({b.io['task']}, {b.obs_dim} obs{imgs} -> "
-                  f"{'discrete ' if b.discrete else ''}{len(b.io['action'])} action(s) @ {b.io['control_rate_hz']:g} Hz)")
+                  f"{'discrete ' if b.discrete else ''}{len(b.io['action'])} action(s) "
+                  f"@ {b.io['control_rate_hz']:g} Hz)")
         return 1 if bad else 0
     try:
         b = load(args.path)
@@ -354,14 +359,16 @@ def main(argv: Optional[List[str]] = None) -> int:
           f"{b.provenance['timesteps']} steps, {b.provenance['wall_time_s']:.0f} s")
     for t in b.io["observation"]:
         s = t["source"]
-        print(f"  obs[{t['index']}] {t['name']} [{t['unit']}] <- {s['topic']} {s['field']}{' ' + s.get('key', '') if s.get('key') else ''}")
+        key = " " + s["key"] if s.get("key") else ""
+        print(f"  obs[{t['index']}] {t['name']} [{t['unit']}] <- {s['topic']} {s['field']}{key}")
     for t in b.io.get("image_observation") or []:
         c, r, st = t["crop"], t["resize"], t["stack"]
         print(f"  image {t['name']} <- {t['source']['topic']} {t['encoding']} {t['width']}x{t['height']}, crop "
               f"{c['width']}x{c['height']}+{c['x']}+{c['y']} -> {r['width']}x{r['height']}, stack {st['depth']} "
               f"stride {st['stride']} -> input '{t['input']}'")
     for t in b.io["action"]:
-        print(f"  act[{t['index']}] {t['name']} [{t['unit']}] -> {t['target']['topic']} {t['target']['field']} limits {t['limits']}")
+        print(f"  act[{t['index']}] {t['name']} [{t['unit']}] -> {t['target']['topic']} {t['target']['field']} "
+              f"limits {t['limits']}")
     print(f"  success rate: {b.evaluation['success_rate']} over {b.evaluation['episodes']} episodes")
     return 0
 

@@ -77,7 +77,8 @@ def check(derive: Any, term_names: Optional[Sequence[str]] = None, name: str = "
     if op in ("sin_kyaw", "cos_kyaw") and not _number(derive["k"]):
         problems.append(f"derive {op} of '{name}': k must be a finite number, got {derive['k']!r}")
     if op == "offset_minus" and not _number(derive["constant"]):
-        problems.append(f"derive offset_minus of '{name}': constant must be a finite number, got {derive['constant']!r}")
+        problems.append(f"derive offset_minus of '{name}': constant must be a finite number, "
+                        f"got {derive['constant']!r}")
     if op == "tf_position":
         if derive["axis"] not in AXES:
             problems.append(f"derive tf_position of '{name}': axis must be x, y or z, got {derive['axis']!r}")

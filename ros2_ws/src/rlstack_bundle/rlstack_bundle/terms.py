@@ -22,7 +22,7 @@ Conventions (also written into every ``io.yaml``):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import derive as _derive

@@ -31,7 +31,8 @@ def test_loading_every_shipped_bundle_imports_nothing_heavy():
     """The seam's promise: numpy, PyYAML and onnxruntime only (not even the onnx package)."""
     code = (
         "import sys\n"
-        "import rlstack_bundle, rlstack_bundle.bundle, rlstack_bundle.derive, rlstack_bundle.terms, rlstack_bundle.frames\n"
+        "import rlstack_bundle, rlstack_bundle.bundle, rlstack_bundle.derive, rlstack_bundle.terms\n"
+        "import rlstack_bundle.frames\n"
         f"for p in {[str(p) for p in SHIPPED]!r}:\n"
         "    rlstack_bundle.bundle.load(p)\n"
         f"print([m for m in {HEAVY!r} if m in sys.modules], 'onnxruntime' in sys.modules)\n"

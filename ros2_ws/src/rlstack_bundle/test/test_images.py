@@ -5,7 +5,6 @@ ONNX image inputs (a small ONNX graph built with the onnx package, run by onnxru
 from __future__ import annotations
 
 import copy
-import os
 
 import numpy as np
 import pytest

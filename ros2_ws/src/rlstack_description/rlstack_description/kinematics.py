@@ -18,7 +18,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from rlstack_bundle.frames import quat_mul as quat_multiply, quat_rotate   # the one frame-math module
+from rlstack_bundle.frames import quat_mul as quat_multiply  # the one frame-math module
+from rlstack_bundle.frames import quat_rotate
 
 Vec = Tuple[float, float, float]
 Quat = Tuple[float, float, float, float]

@@ -5,7 +5,15 @@ import math
 import pytest
 
 from rlstack_description.kinematics import (
-    TransformTree, UrdfError, compose, invert, parse_urdf, quat_from_rpy, quat_rotate, transforms_equal)
+    TransformTree,
+    UrdfError,
+    compose,
+    invert,
+    parse_urdf,
+    quat_from_rpy,
+    quat_rotate,
+    transforms_equal,
+)
 
 ARM = """<robot name="arm">
   <link name="base"/><link name="upper"/><link name="slider"/><link name="tip"/><link name="twin"/>

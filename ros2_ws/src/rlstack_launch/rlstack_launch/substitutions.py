@@ -61,7 +61,8 @@ def package_prefix(package: str) -> str:
         searched = os.environ.get("AMENT_PREFIX_PATH", "")
         raise EntryError(
             f"package '{package}' not found in the ament index",
-            f"build it and source its workspace: in rlstack, 'make setup' then 'source env.sh'; AMENT_PREFIX_PATH={searched}",
+            "build it and source its workspace: in rlstack, 'make setup' then 'source env.sh'; "
+            f"AMENT_PREFIX_PATH={searched}",
         ) from None
     except ValueError:
         raise EntryError(

@@ -201,9 +201,9 @@ def test_node_that_cannot_start_is_one_line_error(prefix, cli):
     assert result.returncode == 2
     # Node output may hold anything (the 'fine' node may be interrupted while importing);
     # the runner's own lines must not be a traceback.
-    own = [l for l in result.stderr.splitlines() if not l.startswith("[fine] ")]
-    assert not any("Traceback" in l for l in own), result.stderr
-    errors = [l for l in result.stderr.splitlines() if l.startswith("rlstack_launch: error: ")]
+    own = [ln for ln in result.stderr.splitlines() if not ln.startswith("[fine] ")]
+    assert not any("Traceback" in ln for ln in own), result.stderr
+    errors = [ln for ln in result.stderr.splitlines() if ln.startswith("rlstack_launch: error: ")]
     assert len(errors) == 1 and "node 'broken' could not be started" in errors[0], result.stderr
     # The node that did start was stopped (the fixture checks it is gone).
     assert "a node could not be started, stopping all nodes" in result.stderr

@@ -7,7 +7,6 @@ import os
 import pytest
 
 from rlstack_launch import (
-    LaunchError,
     NodeSpec,
     check_launch_file,
     load_launch_file,

@@ -44,7 +44,7 @@ def test_prefixed_output_and_sigint_reaches_every_child(prefix, cli):
     for line in out.splitlines():
         assert line.split("] ", 1)[0] in ("[alpha", "[beta", "[gamma"), line
         assert line.count("ARGV") <= 1
-    argv_line = next(l for l in out.splitlines() if l.startswith("[alpha] ARGV "))
+    argv_line = next(ln for ln in out.splitlines() if ln.startswith("[alpha] ARGV "))
     assert json.loads(argv_line[len("[alpha] ARGV "):]) == [
         "--x", "1", "--ros-args", "-r", "__node:=alpha"]
     assert "received SIGINT, stopping all nodes" in err
