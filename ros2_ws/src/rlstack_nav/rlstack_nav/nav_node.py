@@ -45,7 +45,8 @@ from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
-from rlstack_common import declare_parameter, run_node
+from rlstack_common import run_node
+from rlstack_common.param_table import declare_all
 from rlstack_common.qos import TF_STATIC, sensor_subscription
 from rlstack_interfaces.action import NavigateTo
 from rlstack_nav.map_io import MapFormatError, load_map
@@ -65,12 +66,7 @@ def _quat(q):
 class NavController(Node, NavOutputs):
     def __init__(self) -> None:
         super().__init__("nav_controller")
-        values = {}
-        for p in PARAMS:
-            kw = {}
-            if p.min_value is not None:
-                kw = {"min_value": p.min_value, "max_value": p.max_value}
-            values[p.name] = declare_parameter(self, p.name, p.default, p.help, constraints=p.constraints, **kw)
+        values = declare_all(self, PARAMS)
         self.cfg = values
         try:
             self.params = nav_params(values)

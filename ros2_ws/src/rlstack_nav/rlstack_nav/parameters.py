@@ -1,15 +1,17 @@
 """Every nav_controller parameter: name, default, unit, range, meaning (pure; no rclpy).
 
-The node declares exactly these (through ``rlstack_common.declare_parameter``), the params file
-``launch/params/nav_controller.yaml`` sets them, ``docs/reference/navigation.md`` lists them, and a unit test
-keeps the three in step. :func:`nav_params` turns the values into the cores' dataclasses.
+The node declares exactly these (``rlstack_common.param_table.declare_all``), the params file
+``launch/params/nav_controller.yaml`` sets them, ``docs/reference/navigation.md`` lists them (generated
+by ``tools/gen_reference.py``), and unit tests keep the three in step. :func:`nav_params` turns the
+values into the cores' dataclasses; ``group``/``field`` say which dataclass field a parameter fills.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
+from rlstack_common.param_table import Param as TableParam
 from rlstack_nav.controller import ControllerParams
 from rlstack_nav.grid import CostParams
 from rlstack_nav.navigator import NavParams
@@ -17,24 +19,15 @@ from rlstack_nav.obstacles import ObstacleParams
 
 
 @dataclass(frozen=True)
-class Param:
-    name: str
-    default: Any
-    unit: str
-    description: str
-    min_value: Optional[float] = None
-    max_value: Optional[float] = None
-    constraints: str = ""
+class Param(TableParam):
+    """A table entry (:class:`rlstack_common.param_table.Param`) with the core dataclass it fills."""
+
     group: str = "node"     # node | cost | controller | obstacles | navigator
     field: str = ""         # field name in the group's dataclass (default: name)
 
-    @property
-    def help(self) -> str:
-        return f"{self.description} [{self.unit}]" if self.unit else self.description
-
 
 def _p(name, default, unit, description, lo=None, hi=None, group="node", field="", constraints=""):
-    return Param(name, default, unit, description, lo, hi, constraints, group, field)
+    return Param(name, default, description, lo, hi, constraints, unit, group=group, field=field)
 
 
 PARAMS: List[Param] = [
