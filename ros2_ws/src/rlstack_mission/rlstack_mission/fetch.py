@@ -16,7 +16,7 @@ Read :meth:`FetchMission.run` top to bottom; it is the whole mission::
               drives in to ``floor_grasp_distance``: from that close the camera cannot see it)
     GRASP     run the lift controller; on failure release, back off, re-observe and retry,
               up to ``max_grasp_attempts``                                   -> GRASP_FAILED
-    RETURN    stow the arm in its carry pose, back off, drive to the stand pose behind the
+    RETURN    stow the arm in its carry pose while backing off, drive to the stand pose behind the
               drop-off point                                                 -> UNREACHABLE
               (the hand feels the object fall out on the way, or arrives empty: the base stops,
               looks from 1 m away at where it most likely fell, and fetches it from the floor,
@@ -58,8 +58,8 @@ PHASES = ("LOCATE", "EXPLORE", "NAVIGATE", "GRASP", "RETURN", "DROP")
 #:   square_up     driving round to face a cube on the floor square
 #:   dock          driving straight in to the grasp distance
 #:   lift          the lift controller (estimate, wrist turn, lift, hold)
-#:   stow          the arm to its carry pose with the object
-#:   back_off      driving straight back out after the lift (or a failed one)
+#:   stow          the arm to its carry pose with the object, backing off from the table meanwhile
+#:   back_off      driving straight back out after a failed docking
 #:   retry         after a failed lift: the arm recovered, the settle, the look again
 #:   carry         driving to the stand pose behind the drop-off
 #:   put_down      lowering, opening, checking the hand empty, the arm back
@@ -138,6 +138,8 @@ class Pose2D:
 #: the mission waits for the odometry to come back before it tries the same goal again (s)
 STALE_ODOMETRY = "STALE_ODOMETRY"
 STALE_ODOMETRY_PAUSE_S = 1.0
+#: why a pose was not driven to: navigation's sensors mark obstacles within the robot's radius of it
+SENSED_BLOCKED = "obstacles the sensors see lie within the robot's radius of it"
 
 
 @dataclass(frozen=True)
@@ -281,8 +283,9 @@ class RobotPorts(Protocol):
     def recover_arm(self) -> None: ...
     def clear_view(self) -> None:
         """Move the arm out of the head camera's view (in the carry pose it hides the floor ahead)."""
-    def stow(self) -> GraspOutcome:
-        """Bring the lifted object to the carry pose; ok while the fingers still close on it. From a
+    def stow(self, back_off: float = 0.0) -> GraspOutcome:
+        """Bring the lifted object to the carry pose, the base backing straight off ``back_off`` (m)
+        meanwhile; ok while the fingers still close on it. From a
         successful stow until :meth:`release` or :meth:`recover_arm`, :meth:`navigate` watches the
         hand and ends a drive the moment the object falls out (``NavOutcome.dropped``)."""
     def holding(self) -> bool:
@@ -933,7 +936,10 @@ class FetchMission:
             x, y, yaw = waypoints[i]
             self.ports.feedback("EXPLORE", f"waypoint {i + 1}/{len(waypoints)} ({x:.1f}, {y:.1f})")
             with self._step("explore_drive"):
-                outcome = self._navigate(Pose2D(x, y, yaw), until)
+                # a waypoint the sensors already see cluttered is not driven to: navigation would
+                # refuse it only after waiting for the obstacle to go (3 s a try)
+                outcome = (NavOutcome(False, SENSED_BLOCKED) if self._sensed_blocked(Pose2D(x, y, yaw))
+                           else self._navigate(Pose2D(x, y, yaw), until))
                 if not outcome.ok and not seen:
                     outcome = self._beside_waypoint(i, Pose2D(x, y, yaw), outcome, until)
             if seen:
@@ -1093,6 +1099,9 @@ class FetchMission:
         for alt in alternate_viewpoints(mask, res, origin, waypoint, self.ports.base_pose(),
                                         self.p.waypoint_alternate_distance, self.robot_radius,
                                         self.p.waypoint_alternates):
+            if self._sensed_blocked(alt):
+                failed = NavOutcome(False, SENSED_BLOCKED)
+                continue
             self.ports.feedback("EXPLORE", f"waypoint {i + 1} not reached ({failed.reason}); "
                                            f"trying beside it at ({alt.x:.1f}, {alt.y:.1f})")
             outcome = self._navigate(alt, until)
@@ -1185,6 +1194,10 @@ class FetchMission:
                                      f"could not reach any side of '{target.label}': " + "; ".join(nav_reasons))
             # re-observe from the staging pose: the map's estimate is best from close by
             with self._step("close_look"):
+                # the arm out of the camera's view for the close look: the map sees the whole table top,
+                # and the grasp pose is estimated from this arm pose after docking (the move is made now,
+                # while the map settles, not after docking)
+                self.ports.clear_view()
                 self.ports.wait(self.p.settle_s)
                 answer = self._query(query)
                 if not target.confirmed and not target.look_alike:   # a look-alike: the close look's shape check decides
@@ -1219,10 +1232,8 @@ class FetchMission:
                 grasp = self.ports.grasp(target, estimate=not reached.on_floor)
             if grasp.ok:
                 self._enter("RETURN", "stowing the arm in its carry pose")
-                with self._step("stow"):
-                    stowed = self.ports.stow()
-                with self._step("back_off"):
-                    self.ports.drive_straight(-dock)
+                with self._step("stow"):   # backing off from the table meanwhile
+                    stowed = self.ports.stow(back_off=dock)
                 if not stowed.ok:
                     raise MissionAborted(FetchCode.GRASP_FAILED, f"lost '{target.label}' while stowing: {stowed.reason}")
                 return target

@@ -82,6 +82,7 @@ class MissionNode(Node):
         self.last_topic_target = -math.inf   # monotonic time of the last /grasp_target (topic source)
         self.topic_target: Optional[PoseStamped] = None   # the last /grasp_target (topic source)
         # the grasp target, held in odom through the grasp (set when a grasp starts, cleared after)
+        self._target_timer = None   # /grasp_target's timer: runs only while a target is held
         self.held_target: Optional[Tuple[np.ndarray, np.ndarray]] = None
         self.goal_handle = None
         self.stopping = threading.Event()   # set on SIGINT/SIGTERM: a running fetch ends, robot safe
@@ -129,8 +130,11 @@ class MissionNode(Node):
         # (150 ms) as a dead source and holds still. At 20 Hz one timer tick late by more than 50 ms
         # (a busy 2-core machine, 4 Python threads here) did that mid-lift (seen in a soak log:
         # "stale /grasp_target (150 ms old > 150 ms)"); at 40 Hz a tick must be 100 ms late.
+        # It runs only while a target is held (see held_target): idle, its 40 wake-ups a second cost
+        # the executor a tenth of a core.
         if self.grasp_source == "perception":
-            self.create_timer(0.5 / self.rate_hz, self._publish_target, **g)
+            self._target_timer = self.create_timer(0.5 / self.rate_hz, self._publish_target, **g)
+            self._target_timer.cancel()
         self.create_timer(1.0, self._publish_diagnostics, **g)
         self._publish_status()
         self.get_logger().info(f"ready: action /fetch; {len(self.params_.explore_waypoints)} exploration waypoints; "
@@ -412,6 +416,21 @@ class MissionNode(Node):
         self.last_topic_target = time.monotonic()
 
     # ------------------------------------------------------------------ outputs
+    @property
+    def held_target(self) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+        """The grasp target estimated before a lift, held in ``odom`` (None: none held)."""
+        return self._held_target
+
+    @held_target.setter
+    def held_target(self, value: Optional[Tuple[np.ndarray, np.ndarray]]) -> None:
+        self._held_target = value
+        timer = self._target_timer
+        if timer is not None:
+            if value is None:
+                timer.cancel()
+            elif timer.is_canceled():
+                timer.reset()
+
     def _publish_target(self) -> None:
         """While a grasp runs: the grasp target in the current base_link on /grasp_target.
 

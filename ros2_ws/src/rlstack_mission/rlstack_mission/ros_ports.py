@@ -335,10 +335,9 @@ class RosPorts:
         finally:
             self.n.cmd_pub.publish(Twist())
 
-    def drive_straight(self, distance: float) -> NavOutcome:
-        """Closed loop on /odom along the current heading (docking): +ahead, -back."""
-        if abs(distance) < 0.005:
-            return NavOutcome(True)
+    def _straight(self, distance: float) -> Tuple[Callable[[], Optional[Twist]], Callable[[], float]]:
+        """The base's command along its current heading for ``distance`` (+ahead, -back), closed loop
+        on /odom: (command: the Twist now, None once there; the distance still to go)."""
         x0, y0, _, yaw0, _ = self._odom()
         c, s = math.cos(yaw0), math.sin(yaw0)
         remaining = distance
@@ -353,8 +352,15 @@ class RosPorts:
             w = -2.0 * math.remainder(yaw - yaw0, 2 * math.pi)   # hold the heading
             return Twist(linear=Vector3(x=v), angular=Vector3(z=w))
 
+        return command, lambda: remaining
+
+    def drive_straight(self, distance: float) -> NavOutcome:
+        """Closed loop on /odom along the current heading (docking): +ahead, -back."""
+        if abs(distance) < 0.005:
+            return NavOutcome(True)
+        command, remaining = self._straight(distance)
         return self._closed_loop(command, abs(distance) / self.n.dock_speed * 3.0 + 5.0,
-                                 lambda: f"docking stalled {abs(remaining):.2f} m short")
+                                 lambda: f"docking stalled {abs(remaining()):.2f} m short")
 
     def turn(self, angle: float, until: Optional[Callable[[], bool]] = None) -> NavOutcome:
         """Turn in place by ``angle`` (rad, + counter-clockwise), closed loop on /odom."""
@@ -565,6 +571,7 @@ class RosPorts:
         above where they closed, held ``hold_s``.
         """
         if self.n.grasp_source == "topic":
+            self._move_ee(self.n.carry_point, 4.0, gripper_open=True)   # where the lift policy starts
             asked = self._request_topic_target(target)
             if not asked.ok:
                 return asked
@@ -642,19 +649,39 @@ class RosPorts:
             self._sim_sleep(min(0.2, max(0.0, t_end - self._sim_now())))
 
     def _move_ee(self, goal: np.ndarray, timeout_s: float, gripper_open: Optional[bool],
-                 stop_when_blocked: bool = False) -> bool:
+                 stop_when_blocked: bool = False, base: Optional[Callable[[], Optional[Twist]]] = None) -> bool:
         """Step the grasp point towards ``goal`` (base_link) until within 1.5 cm or ``timeout_s``.
         ``stop_when_blocked``: also stop once the hand has moved less than 5 mm in 0.5 s (it is
-        pressing on something: a placed object on the floor)."""
+        pressing on something: a placed object on the floor). ``base``: the base's command (see
+        :meth:`_straight`), published in the same loop until it answers None; the move lasts until both
+        are done (the base is stopped at the end either way)."""
+        try:
+            return self._step_ee(goal, timeout_s, gripper_open, stop_when_blocked, base)
+        finally:
+            if base is not None:
+                self.n.cmd_pub.publish(Twist())
+
+    def _step_ee(self, goal: np.ndarray, timeout_s: float, gripper_open: Optional[bool], stop_when_blocked: bool,
+                 base: Optional[Callable[[], Optional[Twist]]]) -> bool:
         t_end = self._sim_now() + timeout_s
         last_pos, last_t = self._ee(), self._sim_now()
         sent_gripper: Optional[float] = None
         while self._sim_now() < t_end:
             self._check_cancel()
+            if base is not None:
+                twist = base()
+                if twist is None:
+                    self.n.cmd_pub.publish(Twist())
+                    base = None
+                else:
+                    self.n.cmd_pub.publish(twist)
             ee = self._ee()
             err = goal - ee
             if np.linalg.norm(err) < 0.015:
-                return True
+                if base is None:
+                    return True
+                time.sleep(self.period)
+                continue
             if stop_when_blocked and self._sim_now() - last_t >= 0.5:
                 if np.linalg.norm(ee - last_pos) < 0.005:
                     return False
@@ -672,8 +699,10 @@ class RosPorts:
             time.sleep(self.period)
         return False
 
-    def stow(self) -> GraspOutcome:
-        self._move_ee(self.n.carry_point, 6.0, gripper_open=False)
+    def stow(self, back_off: float = 0.0) -> GraspOutcome:
+        # the base backs off while the arm stows: the lift already raised the object clear of the table
+        base = self._straight(-back_off)[0] if back_off > 0.005 else None
+        self._move_ee(self.n.carry_point, 6.0, gripper_open=False, base=base)
         if self.n.align_wrist:
             # square to the robot again before the drive and the put-down, the pose every put-down
             # was measured in before the wrist turn (in the first evaluation with the hand kept turned,

@@ -176,8 +176,9 @@ class ScriptedRobot:
     def clear_view(self):
         self._tick("clear view")
 
-    def stow(self):
+    def stow(self, back_off=0.0):
         self._tick("stow")
+        self.drive_straight(-back_off)     # the base backs off while the arm stows
         return GraspOutcome(True)
 
     def holding(self):
@@ -368,6 +369,24 @@ def test_a_support_pose_the_sensors_see_blocked_is_not_driven_to(home):
     assert r.code == FetchCode.SUCCEEDED, r.reason
     assert not any(abs(g.x - 2.6) < 1e-6 and abs(g.y + 1.08) < 1e-6 for g in goals)
     assert any(abs(g.x - 1.58) < 1e-6 and abs(g.y + 2.0) < 1e-6 for g in goals)   # the west side
+
+
+def test_a_waypoint_the_sensors_see_cluttered_is_replaced_without_driving_there(home):
+    """Objects on the floor at the first waypoint (1.2, -0.8): navigation would wait 3 s for them to go
+    before refusing it; a free pose beside it is driven to instead, at once."""
+    robot = ScriptedRobot(home, found_after_queries=1)
+    mask, res, origin = home
+    sensed = np.zeros_like(mask)
+    row, col = int((-0.8 - origin[1]) / res), int((1.2 + 0.2 - origin[0]) / res)
+    sensed[row - 1:row + 2, col - 1:col + 2] = True          # 0.2 m east of the waypoint
+    robot.sensed = sensed
+    goals = record_goals(robot)
+    r = run(robot, look_around_yaws=0, waypoint_alternates=4)
+    assert r.code == FetchCode.SUCCEEDED, r.reason
+    assert not any(abs(g.x - 1.2) < 1e-6 and abs(g.y + 0.8) < 1e-6 for g in goals)
+    first = goals[0]
+    assert math.hypot(first.x - 1.2, first.y + 0.8) == pytest.approx(0.8)   # beside it
+    assert clearance(sensed, res, origin, first.x, first.y, 0.5)
 
 
 def test_support_looks_stop_at_the_exploration_deadline(home):
@@ -993,7 +1012,7 @@ def test_step_durations_count_every_second_once_in_the_innermost_step(home):
     r = m.run("the yellow cube", Pose2D(-0.6, 0.0, math.pi))
     assert r.code == FetchCode.SUCCEEDED
     assert set(r.step_durations) <= set(STEPS)
-    assert {"map_query", "approach", "close_look", "dock", "lift", "stow", "back_off", "carry",
+    assert {"map_query", "approach", "close_look", "dock", "lift", "stow", "carry",
             "put_down"} <= set(r.step_durations)
     assert r.step_durations["map_query"] >= 0.02 * 2     # asked at LOCATE and again from the staging pose
     # the close look's own share excludes the 0.02 s map query nested in it
