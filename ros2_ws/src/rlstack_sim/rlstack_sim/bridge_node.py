@@ -31,22 +31,22 @@ from std_srvs.srv import SetBool
 from tf2_msgs.msg import TFMessage
 from visualization_msgs.msg import MarkerArray
 
-from rlstack_common import declare_parameter, run_node
+from rlstack_common import run_node
 from rlstack_interfaces.srv import MoveObjects, ResetSim, SimStep
 from rlstack_sim import convert
 from rlstack_sim.commands import VelocityLimiter
-from rlstack_sim.core import (BaseOdometry, CommandHandler, Stepper, apply_moves, apply_request_commands,
-                              apply_reset, check_object_lists, check_reset, diagnostic_values, make_backend,
-                              plan_request_commands)
-from rlstack_sim.config import MODES, ConfigError, RateMeter, check_choice, every_n_steps, steps_per_control
-from rlstack_sim.parameters import bridge_parameters, depth_noise, odometry_errors
+from rlstack_sim.core import BaseOdometry, CommandHandler, Stepper, diagnostic_values, make_backend
+from rlstack_sim.bridge_services import BridgeServices
+from rlstack_sim.bridge_settings import declare_bridge
+from rlstack_sim.config import ConfigError, RateMeter, every_n_steps
+from rlstack_sim.parameters import depth_noise, odometry_errors
 
 IMAGE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=2, reliability=ReliabilityPolicy.RELIABLE)
 STATIC_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
-class SimBridge(Node):
+class SimBridge(BridgeServices, Node):
     def __init__(self) -> None:
         super().__init__("sim_bridge")
         # Imported here so that `--help`-style failures and config errors stay cheap.
@@ -54,31 +54,17 @@ class SimBridge(Node):
         from sim_bridges.scenes import COLORS
 
         self._cap, self._colors, self._scene_names = Capability, COLORS, scene_names
-        v: Dict[str, object] = {}
-        for p in bridge_parameters(scene_names(), backend_names()):
-            rng = {"min_value": p.min_value, "max_value": p.max_value} if p.min_value is not None else {}
-            v[p.name] = declare_parameter(self, p.name, p.default, p.description, constraints=p.constraints, **rng)
-        scene, backend, seed, gt_ns = v["scene"], v["backend"], v["seed"], v["ground_truth_namespace"]
-        physics_rate, control_rate = v["physics_rate_hz"], v["control_rate_hz"]
-        self.mode, self.camera_rate, self.camera_enabled = v["mode"], v["camera_rate_hz"], v["camera_enabled"]
-        self.camera_in_lockstep, self.cmd_vel_stamped = v["camera_in_lockstep"], v["cmd_vel_stamped"]
-        self.continuous_clock, self.wall_clock = v["continuous_clock"], v["wall_clock"]
-        self.ee_step_period = v["ee_step_period_s"]
+        v = declare_bridge(self, scene_names(), backend_names())   # ConfigError for a bad combination
+        scene, backend, seed, gt_ns = v.scene, v.backend, v.seed, v.ground_truth_namespace
+        physics_rate, control_rate = v.physics_rate_hz, v.control_rate_hz
+        self.mode, self.camera_rate, self.camera_enabled = v.mode, v.camera_rate_hz, v.camera_enabled
+        self.camera_in_lockstep, self.cmd_vel_stamped = v.camera_in_lockstep, v.cmd_vel_stamped
+        self.continuous_clock, self.wall_clock = v.continuous_clock, v.wall_clock
+        self.ee_step_period = v.ee_step_period_s
         self.clock_offset = 0.0
         noise = depth_noise(v)
         self.noise = noise if noise.enabled else None
         self.noise_rng = np.random.default_rng([seed, 0xD3])
-
-        check_choice("scene", scene, scene_names())
-        check_choice("backend", backend, backend_names())
-        check_choice("mode", self.mode, MODES)
-        if self.wall_clock and self.mode != "realtime":
-            raise ConfigError(f"wall_clock needs mode realtime, got mode {self.mode!r}: only real time keeps pace "
-                              "with the system clock")
-        steps_per_control(physics_rate, control_rate)
-        if not gt_ns.strip("/"):
-            raise ConfigError("ground_truth_namespace must not be empty")
-
         self.control_rate = control_rate
         self.period = 1.0 / control_rate
         k_cam = every_n_steps(control_rate, self.camera_rate) if self.camera_enabled else None
@@ -336,84 +322,6 @@ class SimBridge(Node):
     def _on_cmd_vel(self, msg) -> None:
         t = msg.twist if self.cmd_vel_stamped else msg
         self.commands.cmd_vel(t.linear.x, t.angular.z, (t.linear.y, t.linear.z, t.angular.x, t.angular.y))
-
-    # ================================================================== services
-    def _on_reset(self, request: ResetSim.Request, response: ResetSim.Response) -> ResetSim.Response:
-        scene = request.scene or self.scene
-        names, poses = list(request.object_names), list(request.object_poses)
-        refused = check_reset(scene, self._scene_names(), len(names), len(poses))
-        if refused:
-            response.success, response.message = False, refused
-            return response
-        if self.continuous_clock:  # the next episode's time starts one period after this one's
-            self.clock_offset += self.sim.sim_time + self.period
-        objects = [(name, [p.position.x, p.position.y, p.position.z],
-                    [p.orientation.x, p.orientation.y, p.orientation.z, p.orientation.w])
-                   for name, p in zip(names, poses)]
-
-        def load(new_scene: str, seed: int) -> None:
-            self.sim.load_scene(new_scene, seed=seed)
-            self._setup_scene(new_scene)
-
-        failed = apply_reset(self.sim, scene, lambda: self.scene, int(request.seed), objects, load)
-        self._after_reset()
-        if failed:
-            response.success, response.message = False, failed
-            return response
-        response.success = True
-        moved = f", moved {', '.join(names)}" if names else ""
-        response.message = f"scene '{scene}' reset with seed {request.seed}{moved}"
-        response.sim_time = self._stamp()
-        return response
-
-    def _on_move_objects(self, request: MoveObjects.Request, response: MoveObjects.Response) -> MoveObjects.Response:
-        """Simulator-only (evaluators, tests, fault injection): place objects now, no reset."""
-        names, poses = list(request.object_names), list(request.object_poses)
-        refused = check_object_lists(len(names), len(poses))
-        if refused:
-            response.success, response.message = False, refused
-            return response
-        failed = apply_moves(self.sim, [(n, [p.position.x, p.position.y, p.position.z],
-                                         [p.orientation.x, p.orientation.y, p.orientation.z, p.orientation.w])
-                                        for n, p in zip(names, poses)])
-        response.success, response.message = not failed, failed or f"moved {', '.join(names) or 'nothing'}"
-        return response
-
-    def _on_step(self, request: SimStep.Request, response: SimStep.Response) -> SimStep.Response:
-        if self.mode != "lockstep":
-            response.success = False
-            response.message = f"the step service only works in lockstep mode (mode is '{self.mode}')"
-            return response
-        if self.stepper.paused:
-            response.success, response.message = False, "paused (call ~/pause with data=false)"
-            return response
-        if request.command_topics or request.command_values:  # commands carried in the request
-            refused, plan = plan_request_commands(list(request.command_topics), len(request.command_values),
-                                                  self.commands.channels)
-            if refused:
-                response.success, response.message = False, refused
-                return response
-            apply_request_commands(self.commands, plan, request.command_values)
-        if request.steps > 0:  # steps = 0: advance nothing, just report (lockstep clients sync on the counter)
-            self.stepper.run(int(request.steps), self._publish_due, publish_inside=self.camera_in_lockstep)
-            self._publish_due()
-        self.meters["step_calls"].tick()
-        response.success = True
-        response.commands_received = self.commands.commands_received
-        response.sim_time = self._stamp()
-        if self.sim.joint_names:
-            response.joint_state = self._joint_state_msg()
-        if self.has_base:
-            odom, cov = self._base_odometry()
-            response.odom = [convert.odometry_msg(odom, response.sim_time, cov)]
-        if request.with_objects:
-            response.object_names, response.object_poses = convert.object_poses(self.sim.ground_truth())
-        return response
-
-    def _on_pause(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
-        response.message = self.stepper.set_paused(bool(request.data))
-        response.success = True
-        return response
 
     def use_fast_lane(self) -> bool:
         """Lockstep: spin the step/reset calls and the command topics on the fast lane
