@@ -9,7 +9,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 ENV := source ./env.sh
 
-.PHONY: help setup build test test-packages test-system demo eval-fetch bench train lock clean distclean docker docker-base docker-test view
+.PHONY: help setup build test test-packages test-system lint demo eval-fetch bench train lock clean distclean docker docker-base docker-test view
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -27,6 +27,9 @@ test-packages: setup ## only colcon test (package tests)
 
 test-system: setup ## only the cross-package system tests in tests/
 	@$(ENV) && bash tools/run_tests.sh system
+
+lint: setup ## ruff over the repository (ruff.toml), the complexity exceptions and the node sizes (also in make test)
+	@$(ENV) && ruff check . && python -m pytest -q -p no:cacheprovider tests/test_lint.py tests/test_node_size.py
 
 demo: setup ## run the main job headless and write results to out/
 	@$(ENV) && python tools/demo.py
