@@ -12,10 +12,11 @@ The pages under ``docs/reference/`` hold marked blocks::
     <!-- end generated -->
 
 ``params NODE`` is the table of every parameter NODE declares: name, default, range, description.
-It is read from the declarations themselves: ``rlstack_nav.parameters.PARAMS``,
-``rlstack_sim.parameters.bridge_parameters``, ``rlstack_localization.node_core.CORE_PARAMS`` and,
-for the other nodes, the ``declare_parameter(...)`` calls in the node's source (read with
-``ast``; nothing is started). ``launch-args FILE`` is the table of the arguments a launch file
+It is read from the node's parameter table (:data:`TABLES`: a list of
+``rlstack_common.param_table.Param`` in the ``parameters`` module of the node's package, the one the
+node declares from) or, for the nodes in :data:`AST_NODES` that do not have one yet, from the
+``declare_parameter(...)`` calls in the node's source (read with ``ast``; nothing is started).
+``launch-args FILE`` is the table of the arguments a launch file
 declares, read by ``rlstack_launch.launch_file.load`` (the runner's own parser).
 
     source env.sh && python tools/gen_reference.py           # rewrite the blocks
@@ -41,21 +42,38 @@ BLOCK = re.compile(r"(<!-- generated: (\S+) (\S+) -->\n)(.*?)(<!-- end generated
 
 Row = Tuple[str, str, str, str]   # name, default, range, description
 
-# Nodes whose parameters are read from their declare_parameter calls: node -> (source file, resolver).
-# A resolver maps a default written as an expression (``p.min_match_score``) to its value.
+
+
+def _bridge_table() -> List[Any]:
+    from rlstack_sim.parameters import bridge_parameters
+    from sim_bridges import backend_names
+    from sim_bridges.scenes import scene_names
+
+    return bridge_parameters(scene_names(), backend_names())
+
+
+# Node -> its parameter table: "module:ATTRIBUTE" (a list of Param) or a function returning the list.
+TABLES: Dict[str, Any] = {
+    "nav_controller": "rlstack_nav.parameters:PARAMS",
+    "sim_bridge": _bridge_table,
+    "semantic_map": "rlstack_perception.parameters:SEMANTIC_MAP",
+    "grasp_pose": "rlstack_perception.parameters:GRASP_POSE",
+    "policy_node": "rlstack_policy.parameters:POLICY_NODE",
+    "localizer": "rlstack_localization.parameters:LOCALIZER",
+    "arm_adapter": "rlstack_adapters.parameters:ARM_ADAPTER",
+    "twist_stamper": "rlstack_adapters.parameters:TWIST_STAMPER",
+    "cmd_vel_mux": "rlstack_adapters.parameters:CMD_VEL_MUX",
+    "live_view": "rlstack_view.parameters:LIVE_VIEW",
+    "robot_state_publisher": "rlstack_description.parameters:ROBOT_STATE_PUBLISHER",
+    "smoke_talker": "rlstack_smoke.parameters:SMOKE_TALKER",
+    "smoke_map": "rlstack_smoke.parameters:SMOKE_MAP",
+}
+
+# Nodes without a table yet, read from their declare_parameter calls: node -> source file.
 AST_NODES: Dict[str, str] = {
-    "semantic_map": "rlstack_perception/rlstack_perception/node.py",
-    "grasp_pose": "rlstack_perception/rlstack_perception/grasp_pose_node.py",
-    "policy_node": "rlstack_policy/rlstack_policy/policy_node.py",
     "mission": "rlstack_mission/rlstack_mission/mission_node.py",
-    "localizer": "rlstack_localization/rlstack_localization/localizer_node.py",
     "train_node": "rlstack_learning/rlstack_learning/ros/train_node.py",
     "batch_bridge": "rlstack_sim/rlstack_sim/batch_bridge.py",
-    "arm_adapter": "rlstack_adapters/rlstack_adapters/arm_adapter.py",
-    "twist_stamper": "rlstack_adapters/rlstack_adapters/twist_stamper.py",
-    "cmd_vel_mux": "rlstack_adapters/rlstack_adapters/cmd_vel_mux.py",
-    "live_view": "rlstack_view/rlstack_view/live_view.py",
-    "robot_state_publisher": "rlstack_description/rlstack_description/state_publisher.py",
 }
 DECLARERS = {"p", "d", "declare_parameter"}
 
@@ -88,10 +106,6 @@ def _resolvers(node: str) -> Dict[str, Any]:
         from rlstack_mission.fetch import FetchParams
 
         names["p"] = FetchParams()
-    if node == "grasp_pose":
-        from rlstack_perception.grasp_pose import GraspPoseConfig
-
-        names["defaults"] = GraspPoseConfig()
     return names
 
 
@@ -153,38 +167,32 @@ def ast_params(node: str, path: Path) -> List[Row]:
         if constraints:
             rng = "; ".join(x for x in (rng, constraints) if x)
         rows.setdefault(name, (name, _fmt(default), rng, description))
-    if node == "localizer":
-        from rlstack_localization.core import LocalizerParams
-        from rlstack_localization.node_core import CORE_PARAMS
-
-        defaults = LocalizerParams()
-        for name, (desc, lo, hi) in CORE_PARAMS.items():
-            rows.setdefault(name, (name, _fmt(getattr(defaults, name)), _range(lo, hi), desc))
     return list(rows.values())
 
 
-def nav_params() -> List[Row]:
-    from rlstack_nav.parameters import PARAMS
+def table(node: str) -> List[Any]:
+    """The parameter table of ``node`` (KeyError for a node without one)."""
+    import importlib
 
-    return [(p.name, _fmt(p.default), _range(p.min_value, p.max_value, p.constraints), p.help) for p in PARAMS]
+    source = TABLES[node]
+    if callable(source):
+        return list(source())
+    module, attr = source.split(":")
+    return list(getattr(importlib.import_module(module), attr))
 
 
-def bridge_params() -> List[Row]:
-    from rlstack_sim.parameters import bridge_parameters
-    from sim_bridges import backend_names
-    from sim_bridges.scenes import scene_names
+def table_rows(node: str) -> List[Row]:
+    from rlstack_common.param_table import help_text
 
-    return [(p.name, _fmt(p.default), _range(p.min_value, p.max_value, p.constraints), p.description)
-            for p in bridge_parameters(scene_names(), backend_names())]
+    return [(p.name, _fmt(p.default), _range(p.min_value, p.max_value, p.constraints), help_text(p))
+            for p in table(node)]
 
 
 def params_rows(node: str) -> List[Row]:
-    if node == "nav_controller":
-        return nav_params()
-    if node == "sim_bridge":
-        return bridge_params()
+    if node in TABLES:
+        return table_rows(node)
     if node not in AST_NODES:
-        raise KeyError(f"no parameter source known for node '{node}' (tools/gen_reference.py AST_NODES)")
+        raise KeyError(f"no parameter source known for node '{node}' (tools/gen_reference.py TABLES or AST_NODES)")
     path = SRC / AST_NODES[node]
     if not path.is_file():
         raise KeyError(f"node '{node}': {path.relative_to(ROOT)} does not exist")
