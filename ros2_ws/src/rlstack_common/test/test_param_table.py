@@ -5,8 +5,15 @@ import rclpy
 from rclpy.exceptions import InvalidParameterValueException
 from rclpy.parameter import Parameter
 
-from rlstack_common.param_table import (Param, check_table, check_values, declare_all, descriptor, differences,
-                                        load_params_yaml)
+from rlstack_common.param_table import (
+    Param,
+    check_table,
+    check_values,
+    declare_all,
+    descriptor,
+    differences,
+    load_params_yaml,
+)
 
 TABLE = [
     Param("rate_hz", 10.0, "Publish rate", 0.1, 100.0, unit="Hz"),
