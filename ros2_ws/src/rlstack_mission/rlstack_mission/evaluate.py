@@ -245,7 +245,7 @@ def _graph_args(a, p) -> dict:
         graph_args["backend"] = a.backend
     if a.backend == "mujoco":
         # the arm spreads each 20 Hz command over 50 ms: under the 60 Hz bridge the 16.7 ms jerks
-        # flung held cubes out of MuJoCo's soft grasp (3 of 26 stows in tools/stow_rate_check.py;
+        # flung held cubes out of MuJoCo's soft grasp (3 of 26 stows in tools/probes/stow_rate_check.py;
         # 26 of 26 held with 0.05). --graph-arg arm_step_period_s:=0 gives the bridge default.
         graph_args["arm_step_period_s"] = "0.05"
     if a.kind not in BASIC_KINDS:   # home holds only these; home_kinds one object of every other kind

@@ -34,6 +34,7 @@ person can act on.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from contextlib import contextmanager
@@ -205,7 +206,8 @@ class FetchParams:
                                             # (but under min_match_score) is looked at from its staging pose and
                                             # fetched only if the map's score there reaches min_match_score
                                             # (>= min_match_score: off)
-    explore_waypoints: Sequence[Tuple[float, float, float]] = ()  # (x, y, yaw) visited in order while exploring
+    explore_waypoints: Sequence[Tuple[float, float, float]] = ()  # (x, y, yaw) visited while exploring, in the
+                                            # order of the shortest tour from where exploring starts (:func:`tour`)
     #: (word, look-alike) pairs: after exploring, a query naming ``word`` that nothing matched is asked
     #: again with ``look-alike`` in its place, and the match is looked at from close by, where the
     #: grasp pose's shape check of the user's words decides (a toy brick reads as a cube of its
@@ -309,6 +311,31 @@ def best_match(matches: Sequence[Match], min_score: float, near: Optional[Tuple[
     gate = max_shift if math.isfinite(max_shift) else 0.25
     ok = [m for m in ok if all(math.hypot(m.x - a.x, m.y - a.y) > gate for a in avoid)]
     return max(ok, key=lambda m: m.score) if ok else None
+
+
+def tour(start: Tuple[float, float], waypoints: Sequence[Tuple[float, float, float]],
+         max_exact: int = 8) -> List[Tuple[float, float, float]]:
+    """``waypoints`` in the order of the shortest path from ``start`` through all of them (straight
+    lines): every order tried for up to ``max_exact`` waypoints (8! = 40320), else nearest first.
+    Why: a fixed order drove from one end of the home to the other and back (the home's seven
+    waypoints: 12.7 m in the listed order, 11.5 m in the shortest)."""
+    points = list(waypoints)
+
+    def length(order: Sequence[Tuple[float, float, float]]) -> float:
+        total, (x, y) = 0.0, start
+        for wx, wy, _ in order:
+            total += math.hypot(wx - x, wy - y)
+            x, y = wx, wy
+        return total
+
+    if len(points) <= max_exact:
+        return list(min(itertools.permutations(points), key=length)) if points else []
+    out, (x, y) = [], start
+    while points:
+        k = min(range(len(points)), key=lambda i: math.hypot(points[i][0] - x, points[i][1] - y))
+        x, y = points[k][0], points[k][1]
+        out.append(points.pop(k))
+    return out
 
 
 def grow_sensed_obstacles(sensed: np.ndarray, resolution: float, origin: Tuple[float, float],
@@ -711,6 +738,7 @@ class FetchMission:
         self.step_durations: Dict[str, float] = {}
         self._steps: List[List] = []                  # the running steps, innermost last: [name, t0 of its last slice]
         self._next_waypoint = 0                       # exploration resumes here when asked again
+        self._waypoints: Optional[List[Tuple[float, float, float]]] = None   # the tour (planned when first needed)
         self._supports: Optional[List[SupportView]] = None   # supports to look at (planned when first needed)
         self._next_support = 0                        # ... resumed here when asked again
         self._explore_deadline: Optional[float] = None
@@ -916,7 +944,10 @@ class FetchMission:
         else:
             self._enter("EXPLORE", f"exploring on for '{query}'")
         deadline = self._explore_deadline
-        waypoints = self.p.explore_waypoints
+        if self._waypoints is None:
+            base = self.ports.base_pose()
+            self._waypoints = tour((base.x, base.y), self.p.explore_waypoints)
+        waypoints = self._waypoints
         seen: List[Match] = []
 
         def seen_on_the_way() -> bool:

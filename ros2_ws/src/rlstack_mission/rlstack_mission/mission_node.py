@@ -323,7 +323,7 @@ class MissionNode(Node):
         self.dock_speed = d("dock_speed", 0.2, "Straight docking speed, m/s", min_value=0.01, max_value=1.0)
         self.cmd_vel_topic = d("cmd_vel_topic", "/cmd_vel", "Topic of the docking moves (geometry_msgs/Twist): /cmd_vel "
                                "drives the base directly; behind cmd_vel_mux an input of its own, /cmd_vel_mission")
-        self.turn_speed = d("turn_speed", 0.8, "Turn rate when looking around, rad/s", min_value=0.05, max_value=3.0)
+        self.turn_speed = d("turn_speed", 1.2, "Turn rate when looking around, rad/s", min_value=0.05, max_value=3.0)
         self.look_period_s = d("look_period_s", 1.0, "Period of the map queries while driving and turning "
                                "(look_while_driving), s", min_value=0.1, max_value=10.0)
         self.base_frame = d("base_frame", "base_link", "Robot base frame")

@@ -764,7 +764,7 @@ class RosPorts:
         above the floor; the descent also stops if the cube touches the floor) and only then opens.
         Dropped from the carry height (0.7 m) the cube jammed in the opened hand about 1 time in 14
         (a cube turned in the grasp so that a long diagonal lies between the open fingers,
-        ``tools/repro_drop_jam.py``). Pressed onto the floor (an earlier place point), the fingers
+        ``tools/probes/repro_drop_jam.py``). Pressed onto the floor (an earlier place point), the fingers
         twice stayed shut at the cube's width in the demo's layout; let go just above the floor,
         they did not.
 
@@ -775,7 +775,12 @@ class RosPorts:
         re-opens); then the arm goes back to the carry pose, open.
         """
         self.carrying = False
-        self._move_ee(self.n.place_point, 6.0, gripper_open=False, stop_when_blocked=True)
+        t0 = self._sim_now()
+        down = self._move_ee(self.n.place_point, 6.0, gripper_open=False, stop_when_blocked=True)
+        off = self.n.place_point - self._ee()
+        self.n.get_logger().info(f"put-down: the hand went down in {self._sim_now() - t0:.1f} s "
+                                 f"({'reached' if down else 'stopped'} {np.linalg.norm(off) * 100:.1f} cm from the place "
+                                 f"point, {off[2] * 100:+.1f} cm in z)")
         why = ""
         try:
             for attempt in range(self.n.release_attempts):

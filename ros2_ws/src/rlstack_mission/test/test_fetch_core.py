@@ -13,7 +13,7 @@ from rlstack_mission.fetch import (STEPS, FetchCode, FetchMission, FetchParams, 
                                    NavOutcome, Pose2D, best_match, clearance, plan_approaches,
                                    plan_floor_approaches, square_floor_approach, expected_shape_words, look_alike_query,
                                    footprint_mismatch, height_mismatch, too_wide,
-                                   stand_pose_for_drop, support_views, wrap_quarter)
+                                   stand_pose_for_drop, support_views, tour, wrap_quarter)
 from rlstack_mission.layouts import START, TABLES, make_layout, reachable_cells, with_floor_objects
 from rlstack_nav.map_io import load_map
 
@@ -251,6 +251,24 @@ def test_an_object_seen_while_turning_stops_the_look_around(home):
     assert r.code == FetchCode.SUCCEEDED, r.reason
     assert robot.log.count("turn") == 1
     assert any("while looking around at waypoint 1" in d for d in robot.details)
+
+
+def test_waypoints_are_visited_in_the_order_of_the_shortest_tour():
+    home_waypoints = [(0.0, 0.0, 0.0), (1.2, -0.8, -1.57), (3.0, 0.2, 0.0), (0.3, 1.2, 1.57), (-1.0, 1.2, 3.14),
+                      (-2.6, 1.2, 3.14), (-0.6, -1.6, -1.57)]
+
+    def length(start, order):
+        pts = [start, *[(x, y) for x, y, _ in order]]
+        return sum(math.hypot(b[0] - a[0], b[1] - a[1]) for a, b in zip(pts, pts[1:]))
+
+    best = tour((0.0, 0.0), home_waypoints)
+    assert sorted(best) == sorted(home_waypoints) and best[0] == (0.0, 0.0, 0.0)
+    assert length((0.0, 0.0), best) == pytest.approx(11.517, abs=1e-3)
+    assert length((0.0, 0.0), home_waypoints) == pytest.approx(12.722, abs=1e-3)   # the listed order
+    assert tour((2.0, 0.0), [(0.0, 0.0, 0.0), (3.0, 0.0, 0.0)]) == [(3.0, 0.0, 0.0), (0.0, 0.0, 0.0)]
+    assert tour((0.0, 0.0), []) == []
+    line = [(float(k), 0.0, 0.0) for k in range(12, 0, -1)]          # more than max_exact: nearest first
+    assert tour((0.0, 0.0), line) == sorted(line)
 
 
 def test_a_blocked_waypoint_is_replaced_by_a_free_pose_beside_it(home):

@@ -72,7 +72,7 @@ PARAMS: List[Param] = [
     _p("occupied_threshold", 65, "%", "map value (0-100) at and above which a cell is an obstacle", 1, 100, "cost"),
     _p("allow_unknown", False, "", "plan through unknown (-1) map cells", group="cost"),
     # --------------------------------------------------------------------- controller
-    _p("desired_linear_vel", 0.5, "m/s", "cruise speed (forward only)", 0.01, 5.0, "controller"),
+    _p("desired_linear_vel", 0.65, "m/s", "cruise speed (forward only)", 0.01, 5.0, "controller"),
     _p("max_angular_vel", 1.5, "rad/s", "|angular velocity| limit while following", 0.01, 10.0, "controller"),
     _p("lookahead_dist", 0.6, "m", "lookahead when use_velocity_scaled_lookahead_dist is false", 0.05, 5.0,
        "controller"),
@@ -83,7 +83,7 @@ PARAMS: List[Param] = [
     _p("use_rotate_to_heading", True, "", "rotate in place when the path is far off the heading", group="controller"),
     _p("rotate_to_heading_min_angle", 0.785, "rad", "heading error to the carrot above which the robot turns in "
        "place (until under half of it)", 0.0, 3.1416, "controller"),
-    _p("rotate_to_heading_angular_vel", 1.2, "rad/s", "turning speed in place", 0.01, 10.0, "controller"),
+    _p("rotate_to_heading_angular_vel", 1.5, "rad/s", "turning speed in place", 0.01, 10.0, "controller"),
     _p("min_rotate_angular_vel", 0.1, "rad/s", "slowest in-place turn before the target angle", 0.0, 5.0, "controller"),
     _p("max_linear_accel", 0.5, "m/s^2", "linear acceleration limit", 0.01, 20.0, "controller"),
     _p("max_linear_decel", 0.8, "m/s^2", "linear deceleration limit (also sizes the stop at the goal)", 0.01, 20.0,
@@ -101,7 +101,7 @@ PARAMS: List[Param] = [
     _p("proximity_scaling_gain", 1.0, "", "v *= gain * clearance / proximity_scaling_dist", 0.0, 10.0, "controller"),
     _p("approach_velocity_scaling_dist", 0.4, "m", "remaining path length below which the speed scales with it",
        0.0, 5.0, "controller"),
-    _p("min_approach_linear_velocity", 0.05, "m/s", "slowest approach speed", 0.001, 1.0, "controller"),
+    _p("min_approach_linear_velocity", 0.1, "m/s", "slowest approach speed", 0.001, 1.0, "controller"),
     _p("xy_goal_tolerance", 0.05, "m", "default position tolerance (a goal's position_tolerance of 0 uses it)",
        0.001, 5.0, "controller"),
     _p("yaw_goal_tolerance", 0.1, "rad", "default heading tolerance (a goal's yaw_tolerance of 0 uses it)",
