@@ -86,9 +86,11 @@ def command_line(module: Optional[str] = None, argv: Optional[Sequence[str]] = N
 
 
 def record(path: os.PathLike | str, summary: Dict[str, Any], *, command: str,
-           root: Optional[os.PathLike | str] = None) -> Path:
+           root: Optional[os.PathLike | str] = None, commit: Optional[str] = None) -> Path:
     """Writes ``summary`` to the results file ``path`` with ``command``, the commit, the UTC date and the
-    hardware; page fields of an existing file are kept. Returns the path."""
+    hardware; page fields of an existing file are kept. Returns the path. ``commit``: the one the run
+    started from (:func:`commit_of` at its start; a long run outlives commits made meanwhile), else
+    the commit of ``root`` now."""
     path = Path(path)
     if root is None:   # the running script's folder: inside the repository whatever the working directory
         root = Path(os.path.abspath(sys.argv[0])).parent if sys.argv and sys.argv[0] else Path.cwd()
@@ -106,7 +108,7 @@ def record(path: os.PathLike | str, summary: Dict[str, Any], *, command: str,
     doc.update({
         "source": "evaluator",
         "command": command,
-        "commit": commit_of(root),
+        "commit": commit if commit is not None else commit_of(root),
         "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"),
         "hardware": hardware(),
         "summary": summary,

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from rlstack_common.results_record import add_record_argument, command_line, record
+from rlstack_common.results_record import add_record_argument, command_line, commit_of, record
 
 from .fetch import PHASES, STEPS
 
@@ -187,6 +187,7 @@ def main(argv=None) -> int:
     from .harness import FetchHarness
 
     domain_lease = use_private_domain()   # noqa: F841 (held until the process exits)
+    commit = commit_of(ROOT)   # the code this run starts (commits made while it runs are not in it)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     from rclpy.signals import SignalHandlerOptions
@@ -230,7 +231,7 @@ def main(argv=None) -> int:
     (out / "results.json").write_text(json.dumps({"summary": summary, "episodes": episodes}, indent=1))
     print(json.dumps(summary, indent=1))
     if a.record:
-        record(a.record, summary, command=command_line("rlstack_mission.evaluate"), root=ROOT)
+        record(a.record, summary, command=command_line("rlstack_mission.evaluate"), root=ROOT, commit=commit)
     if interrupted:
         return 130
     return 0 if episodes and summary["succeeded"] == len(episodes) else 1
