@@ -1228,8 +1228,10 @@ class FetchMission:
                 # the arm out of the camera's view for the close look: the map sees the whole table top,
                 # and the grasp pose is estimated from this arm pose after docking (the move is made now,
                 # while the map settles, not after docking)
+                stopped = self.clock()
                 self.ports.clear_view()
-                self.ports.wait(self.p.settle_s)
+                # the settle counts from when the base stopped: the map took in frames during the arm move
+                self.ports.wait(max(0.0, self.p.settle_s - (self.clock() - stopped)))
                 answer = self._query(query)
                 if not target.confirmed and not target.look_alike:   # a look-alike: the close look's shape check decides
                     target = self._confirm(answer, target)

@@ -688,8 +688,11 @@ class RosPorts:
                 last_pos, last_t = ee, self._sim_now()
             # A third of the way per step: the grasp point is seen on /tf one to four steps late
             # (10-20 Hz under load), and full steps then overshot and shook the arm (and the base
-            # with it) back and forth around the goal (recorded in a demo).
-            step = np.clip(0.33 * err, -0.015, 0.015)
+            # with it) back and forth around the goal (recorded in a demo). At most arm_max_step:
+            # the bridge moves the arm's target a step from where the hand *is*, and the hand
+            # lags it, so a step of 1.5 cm a command moved it ~0.1 m/s (a put-down took 6 s).
+            cap = self.n.arm_max_step
+            step = np.clip(0.33 * err, -cap, cap)
             self.n.ee_pub.publish(Vector3(x=float(step[0]), y=float(step[1]), z=float(step[2])))
             if gripper_open is not None and (sent_gripper is None or time.monotonic() - sent_gripper > 1.0):
                 # once, then once a second: the bridge latches the gripper, and a command every
