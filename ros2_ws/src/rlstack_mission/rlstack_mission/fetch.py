@@ -216,7 +216,10 @@ class FetchParams:
     look_around_yaws: int = 4               # headings looked at on each waypoint (360 deg / n apart); 0: none
     waypoint_alternates: int = 2            # a waypoint navigation cannot reach: free poses this many around it tried
     waypoint_alternate_distance: float = 0.8  # ... that far from it (m)
-    support_looks: bool = True              # after the waypoints, look at the top of every free-standing support of
+    explore_order: str = "tour"             # "tour": the waypoints and the support looks in the order of the shortest
+                                            # tour from where exploring starts; "waypoints_first": the waypoints,
+                                            # then the supports
+    support_looks: bool = True              # while exploring, look at the top of every free-standing support of
                                             # the static map (table, cabinet, crate) from close by (:func:`support_views`)
     support_view_clearance: float = 0.62    # ... standing this far out from its side (m)
     support_min_area: float = 0.2           # ... a support's footprint is at least this (m^2; a pillar is less)
@@ -313,29 +316,44 @@ def best_match(matches: Sequence[Match], min_score: float, near: Optional[Tuple[
     return max(ok, key=lambda m: m.score) if ok else None
 
 
-def tour(start: Tuple[float, float], waypoints: Sequence[Tuple[float, float, float]],
-         max_exact: int = 8) -> List[Tuple[float, float, float]]:
-    """``waypoints`` in the order of the shortest path from ``start`` through all of them (straight
-    lines): every order tried for up to ``max_exact`` waypoints (8! = 40320), else nearest first.
-    Why: a fixed order drove from one end of the home to the other and back (the home's seven
-    waypoints: 12.7 m in the listed order, 11.5 m in the shortest)."""
-    points = list(waypoints)
+def tour_order(start: Tuple[float, float], points: Sequence[Tuple[float, float]], max_exact: int = 8) -> List[int]:
+    """Indices of ``points`` in the order of the shortest path from ``start`` through all of them
+    (straight lines): every order tried for up to ``max_exact`` points (8! = 40320); more: nearest
+    first, then improved by reversing stretches of it while that shortens it (2-opt). Why: a fixed
+    order drove from one end of the home to the other and back (the home's seven waypoints: 12.7 m
+    in the listed order, 11.5 m in the shortest)."""
+    pts = [(float(x), float(y)) for x, y in points]
 
-    def length(order: Sequence[Tuple[float, float, float]]) -> float:
+    def length(order: Sequence[int]) -> float:
         total, (x, y) = 0.0, start
-        for wx, wy, _ in order:
-            total += math.hypot(wx - x, wy - y)
-            x, y = wx, wy
+        for k in order:
+            total += math.hypot(pts[k][0] - x, pts[k][1] - y)
+            x, y = pts[k]
         return total
 
-    if len(points) <= max_exact:
-        return list(min(itertools.permutations(points), key=length)) if points else []
-    out, (x, y) = [], start
-    while points:
-        k = min(range(len(points)), key=lambda i: math.hypot(points[i][0] - x, points[i][1] - y))
-        x, y = points[k][0], points[k][1]
-        out.append(points.pop(k))
-    return out
+    if len(pts) <= max_exact:
+        return list(min(itertools.permutations(range(len(pts))), key=length)) if pts else []
+    order, left, (x, y) = [], list(range(len(pts))), start
+    while left:
+        k = min(left, key=lambda i: math.hypot(pts[i][0] - x, pts[i][1] - y))
+        left.remove(k)
+        order.append(k)
+        x, y = pts[k]
+    improved = True
+    while improved:
+        improved = False
+        for a in range(len(order) - 1):
+            for b in range(a + 2, len(order) + 1):
+                candidate = order[:a] + order[a:b][::-1] + order[b:]
+                if length(candidate) < length(order) - 1e-9:
+                    order, improved = candidate, True
+    return order
+
+
+def tour(start: Tuple[float, float], waypoints: Sequence[Tuple[float, float, float]],
+         max_exact: int = 8) -> List[Tuple[float, float, float]]:
+    """``waypoints`` (x, y, yaw) in the order of :func:`tour_order`."""
+    return [waypoints[k] for k in tour_order(start, [(w[0], w[1]) for w in waypoints], max_exact)]
 
 
 def grow_sensed_obstacles(sensed: np.ndarray, resolution: float, origin: Tuple[float, float],
@@ -737,10 +755,8 @@ class FetchMission:
         self.durations: Dict[str, float] = {}
         self.step_durations: Dict[str, float] = {}
         self._steps: List[List] = []                  # the running steps, innermost last: [name, t0 of its last slice]
-        self._next_waypoint = 0                       # exploration resumes here when asked again
-        self._waypoints: Optional[List[Tuple[float, float, float]]] = None   # the tour (planned when first needed)
-        self._supports: Optional[List[SupportView]] = None   # supports to look at (planned when first needed)
-        self._next_support = 0                        # ... resumed here when asked again
+        self._views: Optional[List[Tuple[str, int, object]]] = None   # where exploring looks from (planned when first needed)
+        self._next_view = 0                           # ... resumed here when asked again
         self._explore_deadline: Optional[float] = None
         self._last_answer: List[Match] = []           # the map's newest answer (near misses are taken from it)
         self._best_seen: Optional[Match] = None         # the best-scoring match of any score (NOT_FOUND's reason)
@@ -932,7 +948,7 @@ class FetchMission:
 
     def _locate(self, query: str, avoid: Sequence[Match] = ()) -> Match:
         """The best match of ``query`` (none near ``avoid``): from the map as it is, else by exploring
-        from the next unvisited waypoint on."""
+        from the next unvisited viewpoint on (:meth:`_viewpoints`)."""
         if self._phase is None:
             self._enter("LOCATE", f"asking the semantic map for '{query}'")
         found = self._ask(query, avoid)
@@ -944,10 +960,7 @@ class FetchMission:
         else:
             self._enter("EXPLORE", f"exploring on for '{query}'")
         deadline = self._explore_deadline
-        if self._waypoints is None:
-            base = self.ports.base_pose()
-            self._waypoints = tour((base.x, base.y), self.p.explore_waypoints)
-        waypoints = self._waypoints
+        views = self._viewpoints()
         seen: List[Match] = []
 
         def seen_on_the_way() -> bool:
@@ -959,96 +972,123 @@ class FetchMission:
             return found_now is not None
 
         until = seen_on_the_way if self.p.look_while_driving else None
-        while self._next_waypoint < len(waypoints):
-            if self.clock() > deadline:
-                break
-            i = self._next_waypoint
-            self._next_waypoint += 1
-            x, y, yaw = waypoints[i]
-            self.ports.feedback("EXPLORE", f"waypoint {i + 1}/{len(waypoints)} ({x:.1f}, {y:.1f})")
-            with self._step("explore_drive"):
-                # a waypoint the sensors already see cluttered is not driven to: navigation would
-                # refuse it only after waiting for the obstacle to go (3 s a try)
-                outcome = (NavOutcome(False, SENSED_BLOCKED) if self._sensed_blocked(Pose2D(x, y, yaw))
-                           else self._navigate(Pose2D(x, y, yaw), until))
-                if not outcome.ok and not seen:
-                    outcome = self._beside_waypoint(i, Pose2D(x, y, yaw), outcome, until)
-            if seen:
-                return self._seen_on_the_way(seen[-1], f"on the way to waypoint {i + 1}")
-            n = max(1, self.p.look_around_yaws)
-            with self._step("look_around"):
-                for k in range(n):
-                    found = self._ask(query, avoid)
-                    if found is not None:
-                        return found
-                    if self.clock() > deadline or k == n - 1 or self.p.look_around_yaws == 0:
-                        break
-                    self.ports.turn(2 * math.pi / n, until)  # look around in place
-                    if seen:
-                        return self._seen_on_the_way(seen[-1], f"while looking around at waypoint {i + 1}")
-        with self._step("support_look"):
-            found = self._look_at_supports(query, avoid, deadline, until, seen)
-        if found is not None:
-            return found
+        while self._next_view < len(views) and self.clock() <= deadline:
+            kind, i, item = views[self._next_view]
+            self._next_view += 1
+            if kind == "waypoint":
+                with self._step("explore_drive"):
+                    found = self._visit_waypoint(i, item, query, avoid, deadline, until, seen)
+            else:
+                with self._step("support_look"):
+                    found = self._look_at_support(i, item, query, avoid, until, seen)
+            if found is not None:
+                return found
         near = self._near_miss(avoid) or self._look_alike(query, avoid)
         if near is not None:
             return near
         best = self._best_seen
-        seen = f"best: '{best.label}' scored {best.score:.2f}" if best is not None else "the map returned no match at all"
+        seen_text = f"best: '{best.label}' scored {best.score:.2f}" if best is not None else \
+            "the map returned no match at all"
         status = self.ports.map_status()
+        looked = [k for k, _, _ in views[:self._next_view]]
+        supports = sum(k == "support" for k, _, _ in views)
+        supports_looked = f" and {looked.count('support')} of {supports} support(s)" if supports else ""
         raise MissionAborted(FetchCode.NOT_FOUND,
                              f"nothing in the semantic map matched '{query}' with score >= {self.p.min_match_score:g} "
-                             f"after exploring {len(waypoints)} waypoint(s){self._supports_looked()} ({seen}"
-                             f"{'; the map: ' + status if status else ''})")
+                             f"after exploring {looked.count('waypoint')} of {len(views) - supports} waypoint(s)"
+                             f"{supports_looked} ({seen_text}{'; the map: ' + status if status else ''})")
+
+    def _viewpoints(self) -> List[Tuple[str, int, object]]:
+        """Where exploring looks from, planned once from where the robot is when exploring starts:
+        ("waypoint", i, (x, y, yaw)) for each exploration waypoint (a look around there) and, with
+        ``support_looks``, ("support", j, :class:`SupportView`) for each support of the static map (a
+        look at its top from close by). ``explore_order`` "tour": all of them in the order of the
+        shortest tour (:func:`tour_order`); "waypoints_first": the waypoints in their tour, then the
+        supports nearest first."""
+        if self._views is not None:
+            return self._views
+        base = self.ports.base_pose()
+        start = (base.x, base.y)
+        waypoints = [("waypoint", i, w) for i, w in enumerate(self.p.explore_waypoints)]
+        waypoints = [waypoints[k] for k in tour_order(start, [(w[0], w[1]) for _, _, w in waypoints])]
+        # waypoints first: the supports' own tour starts where the waypoints end
+        near = start if self.p.explore_order == "tour" or not waypoints else tuple(waypoints[-1][2][:2])
+        supports: List[Tuple[str, int, object]] = []
+        if self.p.support_looks:
+            mask, res, origin = self.ports.occupancy()
+            supports = [("support", j, v) for j, v in enumerate(
+                support_views(mask, res, origin, self.p, self.robot_radius, near))]
+        if self.p.explore_order != "tour":
+            self._views = waypoints + supports
+            return self._views
+
+        def where(view) -> Tuple[float, float]:
+            return (view[2][0], view[2][1]) if view[0] == "waypoint" else (view[2].poses[0].x, view[2].poses[0].y)
+
+        views = waypoints + supports
+        self._views = [views[k] for k in tour_order(start, [where(v) for v in views])]
+        return self._views
+
+    def _visit_waypoint(self, i: int, waypoint: Tuple[float, float, float], query: str, avoid: Sequence[Match],
+                        deadline: float, until: Optional[Callable[[], bool]], seen: List[Match]) -> Optional[Match]:
+        """Drive to exploration waypoint ``i`` (or beside it) and look around there."""
+        x, y, yaw = waypoint
+        n_waypoints = len(self.p.explore_waypoints)
+        self.ports.feedback("EXPLORE", f"waypoint {i + 1}/{n_waypoints} ({x:.1f}, {y:.1f})")
+        # a waypoint the sensors already see cluttered is not driven to: navigation would refuse it
+        # only after waiting for the obstacle to go (3 s a try)
+        outcome = (NavOutcome(False, SENSED_BLOCKED) if self._sensed_blocked(Pose2D(x, y, yaw))
+                   else self._navigate(Pose2D(x, y, yaw), until))
+        if not outcome.ok and not seen:
+            self._beside_waypoint(i, Pose2D(x, y, yaw), outcome, until)
+        if seen:
+            return self._seen_on_the_way(seen[-1], f"on the way to waypoint {i + 1}")
+        n = max(1, self.p.look_around_yaws)
+        with self._step("look_around"):
+            for k in range(n):
+                found = self._ask(query, avoid)
+                if found is not None:
+                    return found
+                if self.clock() > deadline or k == n - 1 or self.p.look_around_yaws == 0:
+                    return None
+                self.ports.turn(2 * math.pi / n, until)  # look around in place
+                if seen:
+                    return self._seen_on_the_way(seen[-1], f"while looking around at waypoint {i + 1}")
+        return None
 
     def _seen_on_the_way(self, found: Match, where: str) -> Match:
         self.ports.feedback("EXPLORE", f"'{found.label}' seen {where} at ({found.x:.2f}, {found.y:.2f}), score "
                                        f"{found.score:.2f}: going for it")
         return found
 
-    def _look_at_supports(self, query: str, avoid: Sequence[Match], deadline: float,
-                          until: Optional[Callable[[], bool]] = None, seen: Sequence[Match] = ()) -> Optional[Match]:
-        """The waypoints are done and nothing matched: look at the top of each support of the static
-        map from its side (:func:`support_views`), asking after each look, from the next one not looked
-        at on. A support none of whose poses navigation reaches is passed over."""
-        if not self.p.support_looks:
-            return None
-        if self._supports is None:
-            mask, res, origin = self.ports.occupancy()
-            base = self.ports.base_pose()
-            self._supports = support_views(mask, res, origin, self.p, self.robot_radius, (base.x, base.y))
-        while self._next_support < len(self._supports):
-            if self.clock() > deadline:
-                return None
-            i = self._next_support
-            self._next_support += 1
-            support = self._supports[i]
-            self.ports.feedback("EXPLORE", f"looking at support {i + 1}/{len(self._supports)} at "
-                                           f"({support.x:.1f}, {support.y:.1f}) from close by")
-            failed = []
-            for pose in support.poses:
-                # a pose where navigation's sensors already see something (objects on the floor) is
-                # not driven to: navigation would refuse it only on arrival, and driving into the
-                # clutter boxed the robot in once (brick fetch seed 6: three supports passed over)
-                if self._sensed_blocked(pose):
-                    failed.append(f"({pose.x:.2f}, {pose.y:.2f}) has obstacles the sensors see within "
-                                  f"the robot radius {self.robot_radius:.2f} m")
-                    continue
-                outcome = self._navigate(pose, until)
-                if seen:
-                    return self._seen_on_the_way(seen[-1], f"on the way to support {i + 1}")
-                if outcome.ok:
-                    break
-                failed.append(outcome.reason)
-            else:
-                self.ports.feedback("EXPLORE", f"support {i + 1} passed over: no pose beside it reached "
-                                               f"({'; '.join(failed)})")
+    def _look_at_support(self, i: int, support: SupportView, query: str, avoid: Sequence[Match],
+                         until: Optional[Callable[[], bool]], seen: List[Match]) -> Optional[Match]:
+        """Look at the top of support ``i`` of the static map from its side (:func:`support_views`) and
+        ask; a support none of whose poses navigation reaches is passed over."""
+        n_supports = sum(k == "support" for k, _, _ in self._viewpoints())
+        self.ports.feedback("EXPLORE", f"looking at support {i + 1}/{n_supports} at "
+                                       f"({support.x:.1f}, {support.y:.1f}) from close by")
+        failed = []
+        for pose in support.poses:
+            # a pose where navigation's sensors already see something (objects on the floor) is
+            # not driven to: navigation would refuse it only on arrival, and driving into the
+            # clutter boxed the robot in once (brick fetch seed 6: three supports passed over)
+            if self._sensed_blocked(pose):
+                failed.append(f"({pose.x:.2f}, {pose.y:.2f}) has obstacles the sensors see within "
+                              f"the robot radius {self.robot_radius:.2f} m")
                 continue
-            self.ports.wait(self.p.settle_s)   # the map takes in the views from here
-            found = self._ask(query, avoid)
-            if found is not None:
-                return found
-        return None
+            outcome = self._navigate(pose, until)
+            if seen:
+                return self._seen_on_the_way(seen[-1], f"on the way to support {i + 1}")
+            if outcome.ok:
+                break
+            failed.append(outcome.reason)
+        else:
+            self.ports.feedback("EXPLORE", f"support {i + 1} passed over: no pose beside it reached "
+                                           f"({'; '.join(failed)})")
+            return None
+        self.ports.wait(self.p.settle_s)   # the map takes in the views from here
+        return self._ask(query, avoid)
 
     def _sensed_blocked(self, pose: Pose2D) -> bool:
         """True when navigation's sensed obstacles lie within the robot's radius of ``pose``
@@ -1058,12 +1098,6 @@ class FetchMission:
         if sensed is None or sensed.shape != static.shape:
             return False
         return not clearance(sensed.astype(bool), res, origin, pose.x, pose.y, self.robot_radius)
-
-    def _supports_looked(self) -> str:
-        """' and N of M support(s) looked at' for a NOT_FOUND reason ('' when none were planned)."""
-        if not self._supports:
-            return ""
-        return f" and {self._next_support} of {len(self._supports)} support(s)"
 
     def _ask(self, query: str, avoid: Sequence[Match]) -> Optional[Match]:
         """The map's best match of ``query`` at or above ``min_match_score`` (none near ``avoid``); the
