@@ -216,10 +216,7 @@ class FetchParams:
     look_around_yaws: int = 4               # headings looked at on each waypoint (360 deg / n apart); 0: none
     waypoint_alternates: int = 2            # a waypoint navigation cannot reach: free poses this many around it tried
     waypoint_alternate_distance: float = 0.8  # ... that far from it (m)
-    explore_order: str = "tour"             # "tour": the waypoints and the support looks in the order of the shortest
-                                            # tour from where exploring starts; "waypoints_first": the waypoints,
-                                            # then the supports
-    support_looks: bool = True              # while exploring, look at the top of every free-standing support of
+    support_looks: bool = True              # after the waypoints, look at the top of every free-standing support of
                                             # the static map (table, cabinet, crate) from close by (:func:`support_views`)
     support_view_clearance: float = 0.62    # ... standing this far out from its side (m)
     support_min_area: float = 0.2           # ... a support's footprint is at least this (m^2; a pillar is less)
@@ -1000,33 +997,26 @@ class FetchMission:
 
     def _viewpoints(self) -> List[Tuple[str, int, object]]:
         """Where exploring looks from, planned once from where the robot is when exploring starts:
-        ("waypoint", i, (x, y, yaw)) for each exploration waypoint (a look around there) and, with
-        ``support_looks``, ("support", j, :class:`SupportView`) for each support of the static map (a
-        look at its top from close by). ``explore_order`` "tour": all of them in the order of the
-        shortest tour (:func:`tour_order`); "waypoints_first": the waypoints in their tour, then the
-        supports nearest first."""
+        ("waypoint", i, (x, y, yaw)) for each exploration waypoint (a look around there), in the order
+        of the shortest tour (:func:`tour_order`), then, with ``support_looks``, ("support", j,
+        :class:`SupportView`) for each support of the static map (a look at its top from close by),
+        nearest first from the last waypoint. (One tour through both, supports among the waypoints,
+        was tried: the five support looks in the middle made the tour longer, and the development
+        layouts' tables were reached later.)"""
         if self._views is not None:
             return self._views
         base = self.ports.base_pose()
         start = (base.x, base.y)
         waypoints = [("waypoint", i, w) for i, w in enumerate(self.p.explore_waypoints)]
         waypoints = [waypoints[k] for k in tour_order(start, [(w[0], w[1]) for _, _, w in waypoints])]
-        # waypoints first: the supports' own tour starts where the waypoints end
-        near = start if self.p.explore_order == "tour" or not waypoints else tuple(waypoints[-1][2][:2])
+        # the supports' own tour starts where the waypoints end
+        near = tuple(waypoints[-1][2][:2]) if waypoints else start
         supports: List[Tuple[str, int, object]] = []
         if self.p.support_looks:
             mask, res, origin = self.ports.occupancy()
             supports = [("support", j, v) for j, v in enumerate(
                 support_views(mask, res, origin, self.p, self.robot_radius, near))]
-        if self.p.explore_order != "tour":
-            self._views = waypoints + supports
-            return self._views
-
-        def where(view) -> Tuple[float, float]:
-            return (view[2][0], view[2][1]) if view[0] == "waypoint" else (view[2].poses[0].x, view[2].poses[0].y)
-
-        views = waypoints + supports
-        self._views = [views[k] for k in tour_order(start, [where(v) for v in views])]
+        self._views = waypoints + supports
         return self._views
 
     def _visit_waypoint(self, i: int, waypoint: Tuple[float, float, float], query: str, avoid: Sequence[Match],

@@ -160,10 +160,7 @@ class MissionNode(Node):
                                   "exploration waypoint tried instead (0: none)", min_value=0, max_value=12),
             waypoint_alternate_distance=d("waypoint_alternate_distance", p.waypoint_alternate_distance,
                                           "Distance of those poses from the waypoint, m", min_value=0.1, max_value=5.0),
-            explore_order=self._explore_order(d("explore_order", p.explore_order, "tour: the waypoints and the "
-                                                "support looks in the order of the shortest tour from where exploring "
-                                                "starts; waypoints_first: the waypoints, then the supports")),
-            support_looks=d("support_looks", p.support_looks, "While exploring, look at the top of every "
+            support_looks=d("support_looks", p.support_looks, "After the waypoints, look at the top of every "
                             "free-standing support of the static map (table, cabinet, crate) from close by"),
             support_view_clearance=d("support_view_clearance", p.support_view_clearance, "Base centre to the "
                                      "support's side when looking at it, m", min_value=0.1, max_value=3.0),
@@ -337,12 +334,6 @@ class MissionNode(Node):
                          min_value=1.0, max_value=200.0)
         self.arm_max_step = d("arm_max_step", 0.03, "Longest grasp-point step per arm command of the mission's own "
                               "arm moves (stow, look, put-down), m", min_value=0.001, max_value=0.05)
-
-    @staticmethod
-    def _explore_order(value: str) -> str:
-        if value not in ("tour", "waypoints_first"):
-            raise ValueError(f"explore_order must be 'tour' or 'waypoints_first', got {value!r}")
-        return value
 
     @staticmethod
     def _look_alikes(d) -> Tuple[Tuple[str, str], ...]:

@@ -208,10 +208,9 @@ def record_goals(robot):
 def run(robot, query="the yellow cube", **params):
     """One fetch with two waypoints; the support looks after them only where a test turns them on, and
     the map asked only at the waypoints (these tests count its answers there) unless a test asks it on
-    the way too, or looks at the supports on one tour with the waypoints."""
+    the way too."""
     params.setdefault("support_looks", False)
     params.setdefault("look_while_driving", False)
-    params.setdefault("explore_order", "waypoints_first")
     p = FetchParams(explore_waypoints=[(1.2, -0.8, 0.0), (3.0, 0.2, 0.0)], **params)
     return FetchMission(robot, p, robot_radius=0.5).run(query, Pose2D(-0.6, 0.0, math.pi))
 
@@ -373,39 +372,6 @@ def test_a_support_no_pose_of_which_is_reached_is_passed_over(home):
     assert any("support 1 passed over: no pose beside it reached (BLOCKED" in d for d in robot.details)
     assert sum("looking at support" in d for d in robot.details) == 5
     assert "after exploring 2 of 2 waypoint(s) and 5 of 5 support(s)" in r.reason
-
-
-def test_waypoints_and_supports_are_looked_from_on_one_shortest_tour(home):
-    """explore_order "tour": a support near the start is looked at before a waypoint far from it; the
-    NOT_FOUND reason counts both."""
-    robot = NamedFromCloseBy(home)
-    robot.query = lambda text: (robot._tick("query"), [])[1]          # nothing is ever named
-    goals = record_goals(robot)
-    p = FetchParams(explore_waypoints=[(1.2, -0.8, 0.0), (-2.6, 1.2, 0.0)], look_around_yaws=0,
-                    look_while_driving=False)
-    r = FetchMission(robot, p, robot_radius=0.5).run("the yellow cube", Pose2D(-0.6, 0.0, math.pi))
-    assert r.code == FetchCode.NOT_FOUND
-    assert "after exploring 2 of 2 waypoint(s) and 5 of 5 support(s)" in r.reason
-    looked = [("waypoint" if any(abs(g.x - w[0]) < 1e-6 and abs(g.y - w[1]) < 1e-6 for w in p.explore_waypoints)
-               else "support") for g in goals]
-    assert looked[0] == "waypoint" and "support" in looked[1:looked.index("waypoint", 1)]   # a table between them
-    at = (0.0, 0.0)
-    travelled = 0.0
-    for g in goals:
-        travelled += math.hypot(g.x - at[0], g.y - at[1])
-        at = (g.x, g.y)
-    # the same views in the waypoints-first order drive farther
-    robot2 = NamedFromCloseBy(home)
-    robot2.query = lambda text: (robot2._tick("query"), [])[1]
-    goals2 = record_goals(robot2)
-    FetchMission(robot2, replace(p, explore_order="waypoints_first"), robot_radius=0.5).run(
-        "the yellow cube", Pose2D(-0.6, 0.0, math.pi))
-    at, travelled2 = (0.0, 0.0), 0.0
-    for g in goals2:
-        travelled2 += math.hypot(g.x - at[0], g.y - at[1])
-        at = (g.x, g.y)
-    assert sorted((round(g.x, 3), round(g.y, 3)) for g in goals) == sorted((round(g.x, 3), round(g.y, 3)) for g in goals2)
-    assert travelled < travelled2
 
 
 def test_a_support_pose_the_sensors_see_blocked_is_not_driven_to(home):
