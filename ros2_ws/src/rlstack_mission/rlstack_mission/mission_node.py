@@ -227,6 +227,9 @@ class MissionNode(Node):
                              "feedback_rate_hz while a goal runs): the node is taken as lost (its process died), the "
                              "base is stopped and the goal sent again once the action server is there, s (wall)",
                              min_value=0.1, max_value=60.0)
+        self.nav_goal_timeout_s = d("nav_goal_timeout_s", 180.0, "A navigation goal still running after this long "
+                                    "is cancelled and counts as failed (TIMEOUT), s (wall)", min_value=1.0,
+                                    max_value=3600.0)
         self.node_restart_timeout_s = d("node_restart_timeout_s", 20.0, "Wait this long for a node that died "
                                         "mid-request (navigation, the grasp pose service, the semantic map) to come "
                                         "back (respawned by the launch file) and ask again; not back: the fetch ends "

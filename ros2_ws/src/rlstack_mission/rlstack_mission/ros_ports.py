@@ -235,9 +235,14 @@ class RosPorts:
         last_feedback[0] = time.monotonic()
         self._empty_since = None
         next_look = time.monotonic() + self.n.look_period_s
+        give_up = time.monotonic() + self.n.nav_goal_timeout_s
         try:
             while not fut.done():
                 self._check_cancel()
+                if time.monotonic() > give_up:   # every wait has a bound: a goal that never ends
+                    self._stop_goal(handle, fut, "")
+                    return NavOutcome(False, f"TIMEOUT: the goal was still running after "
+                                             f"{self.n.nav_goal_timeout_s:g} s (nav_goal_timeout_s)")
                 if until is not None and time.monotonic() >= next_look:
                     if until():
                         return self._stop_goal(handle, fut, "stopped on the way: the object was seen")
