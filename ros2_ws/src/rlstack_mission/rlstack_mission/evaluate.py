@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Sequence
 
 from rlstack_common.results_record import add_record_argument, command_line, commit_of, record
+from rlstack_perception.map_audit import map_audit_line, map_audit_summary
 
 from .fetch import PHASES, STEPS
 
@@ -50,6 +51,9 @@ def _run_layouts(a, harness, episodes: list) -> None:
         print(f"seed {seed:3d}  {layout.query:18s} {layout.table:8s} -> {r['code_name']:12s} "
               f"{'ok ' if r['success'] else 'FAIL'} {r['wall_s']:6.1f} s  drop-off error "
               f"{r['dropoff_error_m']:.2f} m{loc}  {'' if r['success'] else r['reason']}", flush=True)
+        audit = map_audit_line(r)   # the semantic map at the fetch's end against the truth
+        if audit:
+            print(f"          {audit}", flush=True)
         for i, g in enumerate(r.get("grasp_target_errors", []), 1):
             bx, by = g["object_in_base_link_m"]
             print(f"          lift {i}: object at ({bx:.2f}, {by:+.2f}) m in base_link, held target off it by {g['xy_mm']:.1f} mm in x/y "
@@ -129,6 +133,8 @@ def summarize(episodes: list, wall_time_s: float, ground_truth_grasp: bool, grap
             "z_mm_median": round(statistics.median(g["dz_mm"] for g in lifts), 1),
             "yaw_deg_abs_max": max(abs(g["yaw_deg"]) for g in lifts),
         } if lifts else None,
+        # the semantic map at each fetch's end against the truth: label accuracy, duplicates, phantoms
+        "map_audit": map_audit_summary(episodes),
         # each node's CPU time over the evaluation's wall time (1.0 = one core busy; this machine: 2 cores)
         "cpu_share_of_one_core": cpu_share,
         "support": support,

@@ -94,6 +94,7 @@ class FetchHarness:
 
         from rlstack_common.qos import LATCHED
 
+        from rlstack_interfaces.msg import SemanticMap
         from rlstack_interfaces.srv import ResetSim
 
         self.node = node
@@ -124,6 +125,10 @@ class FetchHarness:
         self._last_grasp_target = -math.inf
         self._lift_rest_z = 0.0
         self.grasp_target_errors: List[Dict[str, float]] = []
+        # auditing the map (sim-only truth: judging, not used): the latest /semantic_map of the fetch,
+        # with the QoS it is published with (depth 1: reliable, volatile)
+        self.semantic_map = None
+        node.create_subscription(SemanticMap, "/semantic_map", self._on_semantic_map, 1)
         node.create_subscription(PoseWithCovarianceStamped, "/amcl_pose", self._on_estimate, LATCHED)
         node.create_subscription(MarkerArray, "/sim_ground_truth/markers", self._on_gt, 10)
         node.create_subscription(Odometry, "/odom", self._on_odom, 20)
@@ -186,6 +191,9 @@ class FetchHarness:
                 self.grasp_target_errors.append({"t_s": round(now - self._track_t0, 1), **err})
             elif self.grasp_target_errors and obj[2] < self._lift_rest_z + 0.01:
                 self.grasp_target_errors[-1]["at_end"] = {"t_s": round(now - self._track_t0, 1), **err}
+
+    def _on_semantic_map(self, msg) -> None:
+        self.semantic_map = msg
 
     def _on_estimate(self, msg) -> None:
         p, q = msg.pose.pose.position, msg.pose.pose.orientation
@@ -334,6 +342,7 @@ class FetchHarness:
             self._judge_from = self._truth_hist[-1][0] if self._truth_hist else -math.inf
             self._track_target, self._track_t0, self.object_track = layout.target, t0, []
             self.grasp_target_errors = []
+            self.semantic_map, gt_start = None, dict(self.ground_truth)   # the map audit: this fetch's map
         try:
             result = send_fetch(self.node, layout.query, layout.dropoff, timeout_s, on_feedback=fb)
         finally:
@@ -370,4 +379,12 @@ class FetchHarness:
                           localization_lost_events=lost,
                           # (sim time s, estimate x, y, truth x, y) of each estimate >= 5 cm off, for diagnosis
                           loc_trace_over_5cm=[[round(v, 3) for v in e[2:]] for e in loc if e[0] >= 0.05])
+        smap = self.semantic_map
+        if smap is not None:   # the map at the end against the truth (sim-only: judging, not used; map = the world)
+            try:
+                from rlstack_perception.map_audit import audit_map_message
+
+                result["map_audit"] = audit_map_message(smap, gt, start=gt_start).as_dict()
+            except Exception as exc:   # noqa: BLE001 (an audit never ends an evaluation)
+                result["map_audit_error"] = f"{type(exc).__name__}: {exc}"
         return result

@@ -39,3 +39,34 @@ def test_step_stats_leave_out_steps_no_fetch_passed_through():
     assert set(s["step_s"]) == {"lift", "dock"}
     assert s["step_s"]["lift"] == {"median": 11.0, "p90": 11.8, "mean": 11.0}
     assert set(STEPS) >= set(s["step_s"])
+
+
+def test_map_audit_summary_over_episodes_from_semantic_map_messages():
+    """Each episode's map audit as the harness records it (a SemanticMap message against the truth), and
+    the summary's totals and rates; episodes without a map (no /semantic_map came) are left out."""
+    from geometry_msgs.msg import Point
+
+    from rlstack_interfaces.msg import SemanticMap, SemanticObject
+    from rlstack_perception.map_audit import audit_map_message
+
+    truth = {"red_cube": (1.0, 0.0, 0.525), "red_ball": (2.0, 0.0, 0.03), "green_cube": (0.0, 1.0, 0.025),
+             "table_1": (1.0, 0.0, 0.25)}
+
+    def audited(objects):
+        msg = SemanticMap()
+        msg.header.frame_id = "map"
+        msg.objects = [SemanticObject(label=label, position=Point(x=x, y=y, z=z)) for label, x, y, z in objects]
+        return dict(episode(60.0, EXPLORE=10.0), map_audit=audit_map_message(msg, truth).as_dict())
+
+    eps = [audited([("red cube", 1.0, 0.0, 0.52), ("red cylinder", 2.0, 0.02, 0.03), ("green bottle", 0.0, 1.0, 0.03),
+                    ("green cube", 0.02, 1.0, 0.02)]),                        # 2 wrong labels, 1 duplicate
+           audited([("red cube", 1.0, 0.0, 0.52), ("red cube", 1.0, 0.01, 0.53), ("red cube", 1.01, 0.0, 0.52),
+                    ("blue ball", -2.0, -2.0, 0.03), ("red ball", 2.0, 0.0, 0.04)]),   # 2 duplicates, 1 phantom
+           episode(60.0, EXPLORE=10.0)]                                       # no map audit
+    s = summarize(eps, 200.0, False, {}, {}, "table", False)["map_audit"]
+    assert (s["maps"], s["errors"], s["entries"], s["matched"], s["correct"]) == (2, 0, 9, 8, 6)
+    assert s["label_accuracy"] == 0.75
+    assert (s["duplicates"], s["duplicates_per_map"]) == (3, {"mean": 1.5, "max": 2})
+    assert (s["phantoms"], s["phantoms_per_map"]["mean"]) == (1, 0.5)
+    assert s["wrong_labels"] == {'"red cylinder" on red_ball': 1, '"green bottle" on green_cube': 1}
+    assert summarize([episode(60.0, EXPLORE=10.0)], 60.0, False, {}, {}, "table", False)["map_audit"] is None

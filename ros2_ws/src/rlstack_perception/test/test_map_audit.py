@@ -7,8 +7,15 @@ import math
 import pytest
 
 from rlstack_perception.embed import ALL_LABELS
-from rlstack_perception.map_audit import (KIND_WORDS, audit, audit_map_message, map_audit_line, map_audit_summary,
-                                          object_of, parse_label)
+from rlstack_perception.map_audit import (
+    KIND_WORDS,
+    audit,
+    audit_map_message,
+    map_audit_line,
+    map_audit_summary,
+    object_of,
+    parse_label,
+)
 
 # a few objects of home (floor and a 0.5 m table), one of home_kinds, and furniture that is no object
 TRUTH = {
@@ -126,6 +133,7 @@ def test_entries_where_a_moved_object_was_are_stale_not_phantoms():
 
 def semantic_map(frame, objects):
     from geometry_msgs.msg import Point
+
     from rlstack_interfaces.msg import SemanticMap, SemanticObject
 
     msg = SemanticMap()
