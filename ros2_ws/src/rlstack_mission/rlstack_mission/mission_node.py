@@ -336,7 +336,10 @@ class MissionNode(Node):
         self.rate_hz = d("control_rate_hz", 20.0, "Rate of the mission's own arm and docking loops, Hz",
                          min_value=1.0, max_value=200.0)
         self.arm_max_step = d("arm_max_step", 0.03, "Longest grasp-point step per arm command of the mission's own "
-                              "arm moves (stow, look, put-down), m", min_value=0.001, max_value=0.05)
+                              "arm moves with an empty hand (look, recover, after the put-down), m", min_value=0.001,
+                              max_value=0.05)
+        self.arm_max_step_carrying = d("arm_max_step_carrying", 0.02, "... and holding an object (stow, lowering it "
+                                       "at the drop-off), m", min_value=0.001, max_value=0.05)
 
     @staticmethod
     def _look_alikes(d) -> Tuple[Tuple[str, str], ...]:

@@ -696,7 +696,9 @@ class RosPorts:
             # with it) back and forth around the goal (recorded in a demo). At most arm_max_step:
             # the bridge moves the arm's target a step from where the hand *is*, and the hand
             # lags it, so a step of 1.5 cm a command moved it ~0.1 m/s (a put-down took 6 s).
-            cap = self.n.arm_max_step
+            # Holding an object (the fingers commanded shut) the hand moves slower: at the full step a
+            # stowed cube fell out on the next drive (1 of 9 development fetches).
+            cap = self.n.arm_max_step_carrying if gripper_open is False else self.n.arm_max_step
             step = np.clip(0.33 * err, -cap, cap)
             self.n.ee_pub.publish(Vector3(x=float(step[0]), y=float(step[1]), z=float(step[2])))
             if gripper_open is not None and (sent_gripper is None or time.monotonic() - sent_gripper > 1.0):
