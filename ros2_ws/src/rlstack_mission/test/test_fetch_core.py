@@ -3,7 +3,6 @@ the phase sequence, and each failure reason (a scripted robot stands in for the 
 
 import math
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
