@@ -20,9 +20,7 @@ REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "ros2_ws" / "src"
 MAX_LINES = 400
 #: node modules over MAX_LINES today -> their length as a ceiling (only shrinks)
-CEILINGS = {
-    "rlstack_mission/rlstack_mission/mission_node.py": 555,
-}
+CEILINGS: dict[str, int] = {}
 NODE_CLASSES = {"Node", "LifecycleNode"}
 NODE_FACTORIES = NODE_CLASSES | {"create_node"}
 

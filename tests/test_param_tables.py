@@ -25,6 +25,7 @@ PARAMS = REPO / "launch" / "params"
 #: node -> (the source file that declares its parameters, the table it declares from)
 NODE_SOURCES = {
     "nav_controller": ("rlstack_nav/rlstack_nav/nav_node.py", "PARAMS"),
+    "mission": ("rlstack_mission/rlstack_mission/mission_node.py", "MISSION"),
     "sim_bridge": ("rlstack_sim/rlstack_sim/bridge_settings.py", "bridge_parameters"),
     "semantic_map": ("rlstack_perception/rlstack_perception/node.py", "SEMANTIC_MAP"),
     "grasp_pose": ("rlstack_perception/rlstack_perception/grasp_pose_node.py", "GRASP_POSE"),
@@ -42,7 +43,6 @@ NODE_SOURCES = {
 
 #: modules that still declare parameters one call at a time (no table yet); the list only shrinks
 NOT_YET_TABLES = {
-    "rlstack_mission/rlstack_mission/mission_node.py",
     "rlstack_learning/rlstack_learning/ros/train_node.py",
     "rlstack_sim/rlstack_sim/batch_bridge.py",
     "rlstack_sim/rlstack_sim/ground_truth_grasp_target.py",
@@ -51,8 +51,10 @@ NOT_YET_TABLES = {
 
 #: params files whose purpose is to set values other than the defaults: file -> the names they may change
 SETTINGS_FILES = {
-    f"policy_{b}.yaml": {"bundle_path", "autostart", "trigger", "safe_action", "max_rate", "key_indices"}
-    for b in ("ball_plate", "ball_plate_pixels", "cartpole", "lift", "mobile_lift")
+    **{f"policy_{b}.yaml": {"bundle_path", "autostart", "trigger", "safe_action", "max_rate", "key_indices"}
+       for b in ("ball_plate", "ball_plate_pixels", "cartpole", "lift", "mobile_lift")},
+    # the exploration waypoints of maps/home.yaml; the table's [0.0] (no whole triple) stops a node given none
+    "mission.yaml": {"explore_waypoints"},
 }
 
 #: launch files whose own arguments feed a parameter a value other than its params file's, on purpose:

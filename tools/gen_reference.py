@@ -55,6 +55,7 @@ def _bridge_table() -> List[Any]:
 # Node -> its parameter table: "module:ATTRIBUTE" (a list of Param) or a function returning the list.
 TABLES: Dict[str, Any] = {
     "nav_controller": "rlstack_nav.parameters:PARAMS",
+    "mission": "rlstack_mission.parameters:MISSION",
     "sim_bridge": _bridge_table,
     "semantic_map": "rlstack_perception.parameters:SEMANTIC_MAP",
     "grasp_pose": "rlstack_perception.parameters:GRASP_POSE",
@@ -71,7 +72,6 @@ TABLES: Dict[str, Any] = {
 
 # Nodes without a table yet, read from their declare_parameter calls: node -> source file.
 AST_NODES: Dict[str, str] = {
-    "mission": "rlstack_mission/rlstack_mission/mission_node.py",
     "train_node": "rlstack_learning/rlstack_learning/ros/train_node.py",
     "batch_bridge": "rlstack_sim/rlstack_sim/batch_bridge.py",
 }
@@ -101,12 +101,7 @@ def _range(lo: Any, hi: Any, constraints: str = "") -> str:
 
 def _resolvers(node: str) -> Dict[str, Any]:
     """Names a node's declarations use in defaults and ranges, with their values."""
-    names: Dict[str, Any] = {"math": math}
-    if node == "mission":
-        from rlstack_mission.fetch import FetchParams
-
-        names["p"] = FetchParams()
-    return names
+    return {"math": math}
 
 
 def _value(expr: ast.expr, resolvers: Dict[str, Any]) -> Any:

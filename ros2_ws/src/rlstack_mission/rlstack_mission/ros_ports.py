@@ -3,8 +3,9 @@
 What the pure mission core (:class:`rlstack_mission.fetch.FetchMission`) asks of the robot, done with
 ROS: navigation goals, docking and turning, the lift controller's lifecycle and its grasp target, the
 arm's own moves, the grasp pose service, placing and releasing the object. The mission node
-(``mission_node.py``) owns the parameters, topics and the action server and hands itself to this
-class as ``n``. Split out of the node (nodes stay thin).
+(``mission_node.py``) owns the parameters, topics and the action server; this class sees it only
+through :class:`rlstack_mission.host.MissionHost` (its settings, the latest sensor state, the
+publishers and clients, its clock, logger and shutdown flag), as ``n``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from rlstack_interfaces.srv import EstimateGraspPose, QueryObjects
 from .fetch import (NO_GRASP_POSE, FetchCode, GraspOutcome, Match, MissionAborted, NavOutcome, Pose2D,
                     expected_shape_words, footprint_mismatch, height_mismatch, too_wide, wrap_quarter)
 from .frames import to_frame, yaw_of
+from .host import MissionHost
 
 
 class GraspRefused(Exception):
@@ -42,9 +44,9 @@ class GraspRefused(Exception):
 class RosPorts:
     """:class:`rlstack_mission.fetch.RobotPorts` through ROS (runs in the action's thread)."""
 
-    def __init__(self, node, goal_handle) -> None:
-        """``node``: the :class:`rlstack_mission.mission_node.MissionNode` (not imported here: it imports
-        this module); ``goal_handle``: the running /fetch goal."""
+    def __init__(self, node: MissionHost, goal_handle) -> None:
+        """``node``: the mission node, as a :class:`rlstack_mission.host.MissionHost` (its members only);
+        ``goal_handle``: the running /fetch goal."""
         self.n, self.goal = node, goal_handle
         self.period = 1.0 / node.rate_hz
         self._wrist_yaw: Optional[float] = None   # last /arm/ee_yaw sent in this fetch (None: none yet)
@@ -82,8 +84,7 @@ class RosPorts:
         return self.n.get_clock().now().nanoseconds * 1e-9
 
     def feedback(self, phase: str, detail: str) -> None:
-        self.n.status.update(phase=phase, detail=detail)
-        self.n._publish_status()
+        self.n.status.set_phase(phase, detail)
         self.n.get_logger().info(f"[{phase}] {detail}")
         fb = Fetch.Feedback(phase=phase, detail=detail)
         self.goal.publish_feedback(fb)
