@@ -140,6 +140,10 @@ class MissionNode(Node):
         for name, value in settings.items():
             setattr(self, name, value)
 
+    def _reconfigure(self) -> None:
+        """Read the parameters again: values set at run time apply from the next fetch."""
+        self._apply(Values({p.name: self.get_parameter(p.name).value for p in MISSION}))
+
     # ------------------------------------------------------------------ inputs
     def _on_odom(self, msg: Odometry) -> None:
         p, q = msg.pose.pose.position, msg.pose.pose.orientation
@@ -241,7 +245,7 @@ class MissionNode(Node):
         self.goal_handle = goal_handle
         req = goal_handle.request
         try:  # parameters set since the last fetch apply from this one on
-            self._apply(Values({p.name: self.get_parameter(p.name).value for p in MISSION}))
+            self._reconfigure()
         except ValueError as exc:
             self.goal_handle = None
             goal_handle.abort()

@@ -3,18 +3,20 @@
 * every ``self.n.<member>`` RosPorts reads is a member of :class:`rlstack_mission.host.MissionHost`;
 * a real MissionNode (in process, on a private domain, with launch/params/mission.yaml) has every
   member of it, with either grasp target source, and declares exactly the table, in its order;
+  values set at run time apply from the next fetch;
 * :func:`rlstack_mission.parameters.configure` refuses what the node refused before it starts.
 """
 
 import ast
 import dataclasses
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from rlstack_common.param_table import Values
 from rlstack_mission import parameters, ros_ports
-from rlstack_mission.fetch import FetchParams
+from rlstack_mission.fetch import FetchCode, FetchParams
 from rlstack_mission.host import MissionHost
 
 PARAMS = Path(__file__).resolve().parents[4] / "launch" / "params" / "mission.yaml"
@@ -48,6 +50,7 @@ def test_every_setting_of_the_host_comes_from_a_parameter():
 @pytest.mark.parametrize("source", ["perception", "topic"])
 def test_the_node_is_a_mission_host(ros_domain_id, source):
     import rclpy
+    from rclpy.parameter import Parameter
 
     rclpy.init(args=["--ros-args", "--params-file", str(PARAMS), "-p", f"grasp_target_source:={source}"],
                domain_id=ros_domain_id)
@@ -65,6 +68,16 @@ def test_the_node_is_a_mission_host(ros_domain_id, source):
             assert node.rate_hz == 20.0 and node.carry_point.tolist() == [0.4, 0.0, 0.6]
             assert len(node.params_.explore_waypoints) == 7 and node.params_.look_alikes == (
                 (("lego", "cube"), ("duplo", "cube")) if source == "perception" else ())
+            # values set at run time apply from the next fetch; an invalid one ends that fetch ERROR
+            node.set_parameters([Parameter("dock_speed", value=0.3), Parameter("min_match_score", value=0.5)])
+            node._reconfigure()
+            assert node.dock_speed == 0.3 and node.params_.min_match_score == 0.5
+            node.set_parameters([Parameter("look_alikes", value=["lego"])])
+            handle = SimpleNamespace(request=SimpleNamespace(query="the red cube"), aborted=[])
+            handle.abort = lambda: handle.aborted.append(True)
+            result = node._run_fetch(handle)
+            assert result.code == int(FetchCode.ERROR) and handle.aborted
+            assert result.reason.startswith("invalid parameters: look_alikes entries must read")
         finally:
             node.destroy_node()
     finally:
