@@ -56,8 +56,9 @@ def _run_layouts(a, harness, episodes: list) -> None:
             print(f"          {audit}", flush=True)
         for i, g in enumerate(r.get("grasp_target_errors", []), 1):
             bx, by = g["object_in_base_link_m"]
-            print(f"          lift {i}: object at ({bx:.2f}, {by:+.2f}) m in base_link, held target off it by {g['xy_mm']:.1f} mm in x/y "
-                  f"({g['dx_mm']:+.1f}, {g['dy_mm']:+.1f}), {g['dz_mm']:+.1f} mm in z, {g['yaw_deg']:+.1f} deg", flush=True)
+            print(f"          lift {i}: object at ({bx:.2f}, {by:+.2f}) m in base_link, held target off it by "
+                  f"{g['xy_mm']:.1f} mm in x/y ({g['dx_mm']:+.1f}, {g['dy_mm']:+.1f}), {g['dz_mm']:+.1f} mm in z, "
+                  f"{g['yaw_deg']:+.1f} deg", flush=True)
             end = g.get("at_end")
             if end:
                 print(f"                  {end['t_s'] - g['t_s']:.1f} s later, before the object rose: off by "
@@ -105,7 +106,8 @@ def summarize(episodes: list, wall_time_s: float, ground_truth_grasp: bool, grap
         "layouts": len(episodes), "succeeded": len(ok),
         "success_rate": round(len(ok) / len(episodes), 3) if episodes else 0.0,
         "failure_reasons": dict(reasons),
-        "time_per_successful_fetch_s": {"mean": round(statistics.mean(times), 1), "median": round(statistics.median(times), 1),
+        "time_per_successful_fetch_s": {"mean": round(statistics.mean(times), 1),
+                                        "median": round(statistics.median(times), 1),
                                         "p90": round(percentile(times, 90), 1), "max": round(max(times), 1)}
         if times else None,
         "grasp_attempts": dict(collections.Counter(str(e.get("grasp_attempts", "?")) for e in episodes)),
@@ -187,6 +189,7 @@ def main(argv=None) -> int:
 
     import rclpy
     from rclpy.executors import MultiThreadedExecutor
+
     from rlstack_common.background_spin import BackgroundSpin
 
     from .graph import FetchGraph, use_private_domain
@@ -327,7 +330,8 @@ def _main_ray(a, p) -> int:
                   f"{r['domain_id']}: {sum(e['success'] for e in r['episodes'])}/{len(r['episodes'])} ok in "
                   f"{r['wall_s']:.0f} s (exit {r['returncode']})", flush=True)
             for i, e in enumerate(r["episodes"]):
-                print(f"  seed {r['seed_base'] + i:3d} -> {e.get('code_name', '?'):12s} {'ok ' if e['success'] else 'FAIL'} {e['wall_s']:6.1f} s  "
+                print(f"  seed {r['seed_base'] + i:3d} -> {e.get('code_name', '?'):12s} "
+                      f"{'ok ' if e['success'] else 'FAIL'} {e['wall_s']:6.1f} s  "
                       f"drop-off error {e['dropoff_error_m']:.2f} m  {'' if e['success'] else e['reason']}", flush=True)
     except KeyboardInterrupt:
         print("interrupted: the Ray tasks are cancelled with the local Ray instance", flush=True)
@@ -338,7 +342,8 @@ def _main_ray(a, p) -> int:
     summary = summarize(episodes, time.monotonic() - t0, a.ground_truth_grasp, graph_args, {}, a.support,
                         interrupted=any(r["returncode"] == 130 for r in results))
     summary["ray"] = {**cluster, "workers": len(parts), "cpus_per_worker": a.cpus_per_worker,
-                      "shards": [{k: r[k] for k in ("seed_base", "layouts", "host", "domain_id", "returncode", "wall_s")}
+                      "shards": [{k: r[k]
+                                  for k in ("seed_base", "layouts", "host", "domain_id", "returncode", "wall_s")}
                                  | {"cpu_share_of_one_core": (r["summary"] or {}).get("cpu_share_of_one_core")}
                                  for r in results]}
     missing = a.layouts - len(episodes)

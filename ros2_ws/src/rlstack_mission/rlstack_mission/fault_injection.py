@@ -1,8 +1,8 @@
 """``python -m rlstack_mission.fault_injection``: kill -9 each node of the fetch graph mid-fetch.
 
 For each node in turn: start the fetch graph (launch/fetch.launch.yaml, robot mode, the sim in real
-time), reset to a seeded layout (the demo's by default), send the fetch, and when the mission reports the phase drawn for
-this node (seeded: by default among the phases where the fetch uses the node, ``--phases any``:
+time), reset to a seeded layout (the demo's by default), send the fetch, and when the mission reports
+the phase drawn for this node (seeded: by default among the phases where the fetch uses the node, ``--phases any``:
 EXPLORE, NAVIGATE, GRASP or RETURN) plus a drawn 0-3 s, SIGKILL the node's
 process. Then watch, from outside the robot (the evaluator's view, ground truth allowed):
 
@@ -29,7 +29,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 from rlstack_testing.processes import descendant_pids, node_pids
 
@@ -55,6 +55,7 @@ def run_one(victim: str, phase: str, extra_s: float, seed: int, color: str, time
             graph_args: Dict[str, str]) -> Dict:
     import rclpy
     from rclpy.executors import MultiThreadedExecutor
+
     from rlstack_common.background_spin import BackgroundSpin
 
     from .graph import FetchGraph
@@ -143,7 +144,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--nodes", default=",".join(NODES), help="comma-separated node names, killed one per fetch")
     p.add_argument("--seed", type=int, default=0, help="draws the phase and delay of each kill")
-    p.add_argument("--layout-seed", type=int, default=3, help="the fetch's layout (rlstack_mission.layouts; 3: the demo's)")
+    p.add_argument("--layout-seed", type=int, default=3,
+                   help="the fetch's layout (rlstack_mission.layouts; 3: the demo's)")
     p.add_argument("--color", default="yellow", help="the target cube's colour (the demo's: yellow)")
     p.add_argument("--timeout", type=float, default=300.0, help="s to wait for the fetch's result after the kill")
     p.add_argument("--out", default=str(ROOT / "out" / "fault_injection"))

@@ -93,7 +93,6 @@ class FetchHarness:
         from visualization_msgs.msg import MarkerArray
 
         from rlstack_common.qos import LATCHED
-
         from rlstack_interfaces.msg import SemanticMap
         from rlstack_interfaces.srv import ResetSim
 
@@ -274,7 +273,8 @@ class FetchHarness:
         if not reply.success:
             raise RuntimeError(f"reset failed: {reply.message}")
         self.relocalize()
-        cleared = self._call(self.clear_client, Trigger.Request())   # after relocalising: no object mapped on a stale pose
+        # after relocalising: no object mapped on a stale pose
+        cleared = self._call(self.clear_client, Trigger.Request())
         if not cleared.success:
             raise RuntimeError(f"semantic map clear failed: {cleared.message}")
         with self._lock:

@@ -42,15 +42,14 @@ import time
 from typing import List, Optional, Tuple
 
 import numpy as np
+from geometry_msgs.msg import PointStamped, PoseStamped, Twist, Vector3
+from lifecycle_msgs.srv import ChangeState, GetState
+from nav_msgs.msg import OccupancyGrid, Odometry
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-
-from geometry_msgs.msg import PointStamped, PoseStamped, Twist, Vector3
-from lifecycle_msgs.srv import ChangeState, GetState
-from nav_msgs.msg import OccupancyGrid, Odometry
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Float64
 from tf2_msgs.msg import TFMessage

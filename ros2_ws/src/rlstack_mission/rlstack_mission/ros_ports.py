@@ -24,8 +24,20 @@ from std_msgs.msg import Bool, Float64
 from rlstack_interfaces.action import Fetch, NavigateTo
 from rlstack_interfaces.srv import EstimateGraspPose, QueryObjects
 
-from .fetch import (NO_GRASP_POSE, FetchCode, GraspOutcome, Match, MissionAborted, NavOutcome, Pose2D,
-                    expected_shape_words, footprint_mismatch, height_mismatch, too_wide, wrap_quarter)
+from .fetch import (
+    NO_GRASP_POSE,
+    FetchCode,
+    GraspOutcome,
+    Match,
+    MissionAborted,
+    NavOutcome,
+    Pose2D,
+    expected_shape_words,
+    footprint_mismatch,
+    height_mismatch,
+    too_wide,
+    wrap_quarter,
+)
 from .frames import to_frame, yaw_of
 from .host import MissionHost
 
@@ -790,7 +802,8 @@ class RosPorts:
         down = self._move_ee(self.n.place_point, 6.0, gripper_open=False, stop_when_blocked=True)
         off = self.n.place_point - self._ee()
         self.n.get_logger().info(f"put-down: the hand went down in {self._sim_now() - t0:.1f} s "
-                                 f"({'reached' if down else 'stopped'} {np.linalg.norm(off) * 100:.1f} cm from the place "
+                                 f"({'reached' if down else 'stopped'} {np.linalg.norm(off) * 100:.1f} cm from the "
+                                 f"place "
                                  f"point, {off[2] * 100:+.1f} cm in z)")
         why = ""
         try:

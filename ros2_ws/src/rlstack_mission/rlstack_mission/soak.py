@@ -74,7 +74,8 @@ def summarize(rows: List[Dict]) -> Dict:
                        "rss_slope_second_half_mb_per_fetch": round(slope(rss[len(rss) // 2:]), 3),
                        "fds_change": series[-1]["fds"] - series[0]["fds"],
                        "threads_change": series[-1]["threads"] - series[0]["threads"], "samples": len(series),
-                       "restarts": len({s["pid"] for s in series if "pid" in s}) - 1 if series and "pid" in series[0] else None,
+                       "restarts": (len({s["pid"] for s in series if "pid" in s}) - 1
+                                    if series and "pid" in series[0] else None),
                        "cpu_percent_mean": cpu_percent(rows, n)}
     return {"fetches": len(rows), "succeeded": ok, "success_rate": round(ok / len(rows), 3) if rows else 0.0,
             "nodes": per_node}
@@ -91,12 +92,14 @@ def main(argv=None) -> int:
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     log = out / "soak.jsonl"
-    rows = [json.loads(line) for line in log.read_text().splitlines() if line.strip()] if a.resume and log.exists() else []
+    rows = ([json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+            if a.resume and log.exists() else [])
     if not a.resume:
         log.write_text("")
 
     import rclpy
     from rclpy.executors import MultiThreadedExecutor
+
     from rlstack_common.background_spin import BackgroundSpin
 
     from .graph import FetchGraph, use_private_domain
