@@ -23,7 +23,7 @@ import abc
 import enum
 import math
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -40,6 +40,7 @@ __all__ = [
     "ObjectState",
     "OccupancyBox",
     "LinkTransform",
+    "Lighting",
     "SimBackend",
     "physics_steps_per_control",
 ]
@@ -266,6 +267,23 @@ class LinkTransform:
     pose: Pose
 
 
+@dataclass(frozen=True)
+class Lighting:
+    """One directional light for :meth:`SimBackend.render_view` (image randomisation).
+
+    :param direction: world-frame vector from the scene towards the light (its length is ignored
+        by engines that only use the direction)
+    :param color: light colour, RGB in [0, 1]
+    :param ambient: ambient coefficient; ``diffuse`` and ``specular``: the other two Phong coefficients
+    """
+
+    direction: Tuple[float, float, float]
+    color: Tuple[float, float, float] = (1.0, 1.0, 1.0)
+    ambient: float = 0.6
+    diffuse: float = 0.35
+    specular: float = 0.05
+
+
 def physics_steps_per_control(physics_rate_hz: float, control_rate_hz: float) -> int:
     """Number of physics steps per control step, validating divisibility.
 
@@ -470,6 +488,84 @@ class SimBackend(abc.ABC):
         robot's root (``base_link``) has no parent here: :meth:`base_odometry` places it.
         """
 
+    # ------------------------------------- views and truth for trainers and evaluators
+    # Optional: a backend that cannot offer one raises NotImplementedError saying why
+    # (:meth:`_not_implemented`); the conformance suite checks each method on each engine.
+
+    def camera_spec(self, name: str) -> Any:
+        """The description of camera ``name`` (a ``sim_bridges.robots.spec.CameraSpec``: size,
+        vertical field of view, clip planes, mount). ``ValueError`` for an unknown camera."""
+        raise self._not_implemented("camera_spec")
+
+    def camera_pose(self, name: str) -> Pose:
+        """Current world pose of camera ``name``'s optical frame (what :meth:`camera_frame` would
+        stamp), without rendering. ``ValueError`` for an unknown camera."""
+        raise self._not_implemented("camera_pose")
+
+    def render_view(self, view: Any, pose: Optional[Pose] = None, *,
+                    window: Optional[Tuple[float, float, float, float]] = None,
+                    lighting: Optional[Lighting] = None) -> CameraFrame:
+        """Render RGB-D from a camera that need not be in the scene (snapshots, evaluators, a pixel
+        task's crop window).
+
+        :param view: a ``CameraSpec``: image size, vertical field of view, clip planes and name;
+            a scene camera's (:meth:`camera_spec`) renders what that camera sees
+        :param pose: optical-frame world pose; default: ``view.pose`` (a world-fixed view), or for
+            a scene camera mounted on a link its current pose (:meth:`camera_pose`)
+        :param window: ``(left, right, bottom, top)`` of the image plane at unit distance along the
+            optical axis (x right, y up): an off-axis view of exactly that window, e.g. a crop of a
+            camera rendered alone; ``None``: the centred window of ``view.vfov_rad``
+        :param lighting: one directional light instead of the engine's default
+        """
+        raise self._not_implemented("render_view")
+
+    def dynamics_bodies(self) -> Tuple[str, ...]:
+        """Names of the bodies whose mass and friction :meth:`set_dynamics_scale` scales, in a fixed
+        order (an engine's own grouping: PyBullet has one per simulated body, ground and static
+        furniture included; MuJoCo one per free object and one for the robots together)."""
+        raise self._not_implemented("dynamics_bodies")
+
+    def set_dynamics_scale(self, mass: Mapping[str, float], friction: Mapping[str, float]) -> None:
+        """Set every link's mass to ``nominal * mass[body]`` (links of zero mass stay static) and its
+        sliding friction to ``nominal * friction[body]``; a body left out gets 1. Absolute: calls
+        never compound, ``({}, {})`` restores the scene as built. Inertias stay nominal (as in
+        PyBullet's ``changeDynamics``). Holds until the next call or :meth:`load_scene`.
+        ``KeyError`` for a name not in :meth:`dynamics_bodies`, ``ValueError`` for a mass factor
+        that is not finite and > 0 or a friction factor that is not finite and >= 0."""
+        raise self._not_implemented("set_dynamics_scale")
+
+    def set_object_velocity(self, name: str, linear: Sequence[float],
+                            angular: Sequence[float] = (0.0, 0.0, 0.0)) -> None:
+        """Set free object ``name``'s world-frame linear (m/s) and angular (rad/s) velocity now, for
+        a task's initial state (e.g. a rolling ball). ``ValueError`` for an unknown object."""
+        raise self._not_implemented("set_object_velocity")
+
+    def body_pose(self, name: str) -> Pose:
+        """World pose of ``name``: a free object (as :meth:`ground_truth`), a robot link (its URDF
+        link frame) or a robot (its root link). Simulator truth for evaluators and task rewards.
+        ``ValueError`` for an unknown name."""
+        raise self._not_implemented("body_pose")
+
+    def robot_base_pose(self, robot: Optional[str] = None) -> Pose:
+        """World pose of robot ``robot``'s root link (default: the scene's mobile robot, else its
+        first robot). Simulator truth for evaluators (``odom`` is the world in the sim)."""
+        raise self._not_implemented("robot_base_pose")
+
+    def robot_contacts(self) -> List[str]:
+        """Names of what the mobile robot touches now (free objects by name, static furniture by its
+        scene name), the ground excluded, sorted: an evaluator's collision check. Simulator truth."""
+        raise self._not_implemented("robot_contacts")
+
+    def visual_colors(self) -> Dict[Tuple[str, int], Tuple[float, float, float, float]]:
+        """RGBA of every visual shape of the scene, keyed by ``(body name, shape index)``, for image
+        randomisation (:meth:`set_visual_colors`)."""
+        raise self._not_implemented("visual_colors")
+
+    def set_visual_colors(self, colors: Mapping[Tuple[str, int], Sequence[float]]) -> None:
+        """Recolour the visual shapes named by ``colors`` (keys of :meth:`visual_colors`, RGBA in
+        [0, 1]). Visual only: physics never changes. ``KeyError`` for an unknown key."""
+        raise self._not_implemented("set_visual_colors")
+
     # ------------------------------------------------- optional robot features
     def set_end_effector_delta(self, dx: float, dy: float, dz: float) -> None:
         """Move the arm end effector by a Cartesian delta (m, arm base frame) via IK.
@@ -526,6 +622,11 @@ class SimBackend(abc.ABC):
         except Exception:  # capabilities may fail before load_scene
             caps = []
         return NotSupported(str(capability), self.scene_name, caps)
+
+    def _not_implemented(self, method: str, reason: str = "") -> NotImplementedError:
+        """The error of an optional method this engine does not implement, saying why."""
+        why = reason or getattr(self, "unimplemented_reason", "") or "not implemented for this engine"
+        return NotImplementedError(f"{type(self).__name__}.{method}: {why}")
 
     def require(self, capability: Capability) -> None:
         """Raise :class:`NotSupported` unless ``capability`` is available."""

@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ..backend_base import BackendBase
 from ..contract import (
     CameraFrame,
     Capability,
@@ -35,9 +36,7 @@ from ..contract import (
     OccupancyBox,
     Odometry,
     Pose,
-    SimBackend,
     Twist,
-    physics_steps_per_control,
 )
 from ..scenes import make_scene
 from ..scenes.spec import SceneSpec
@@ -67,18 +66,21 @@ def _movable_joints(robot: Any) -> Tuple[str, ...]:
     return tuple(j.get("name") for j in ET.fromstring(text).iter("joint") if j.get("type") != "fixed")
 
 
-class IsaacSimBackend(SimBackend):
+class IsaacSimBackend(BackendBase):
     """Isaac Sim 5.1 behind the contract (headless; CPU PhysX for determinism). **Never run.**
 
     :raises RuntimeError: one line when Isaac Sim is not importable (:func:`require_isaacsim`)
     """
 
+    #: why the contract's optional views (render_view, dynamics, body poses, contacts, colours) raise
+    unimplemented_reason = ("not implemented on Isaac Sim: this backend is never run here, and an untested "
+                            "implementation would only look like one")
+
     def __init__(self, physics_rate_hz: float = 240.0, control_rate_hz: float = 60.0, gui: bool = False) -> None:
         require_isaacsim()
         if gui:
             raise ValueError("the isaac backend runs headless here; start Isaac Sim's own app for a GUI")
-        self._physics_rate_hz = float(physics_rate_hz)
-        self._substeps = physics_steps_per_control(self._physics_rate_hz, control_rate_hz)
+        self._init_rates(physics_rate_hz, control_rate_hz)
         self._world: Any = None
         self._spec: Optional[SceneSpec] = None
         self._caps: frozenset = frozenset()
@@ -261,29 +263,6 @@ class IsaacSimBackend(SimBackend):
             self._world.step(render=False)   # one physics_dt; cameras render on demand
         self._physics_steps += n * self._substeps
 
-    @property
-    def sim_time(self) -> float:
-        return self._physics_steps / self._physics_rate_hz
-
-    @property
-    def physics_rate_hz(self) -> float:
-        return self._physics_rate_hz
-
-    @property
-    def control_period(self) -> float:
-        return self._substeps / self._physics_rate_hz
-
-    def set_control_rate(self, control_rate_hz: float) -> None:
-        self._substeps = physics_steps_per_control(self._physics_rate_hz, control_rate_hz)
-
-    @property
-    def scene_name(self) -> Optional[str]:
-        return None if self._spec is None else self._spec.name
-
-    @property
-    def capabilities(self) -> frozenset:
-        return self._caps
-
     # ----------------------------------------------------------------- joints
     @property
     def joint_names(self) -> Tuple[str, ...]:
@@ -369,6 +348,17 @@ class IsaacSimBackend(SimBackend):
                            pose=Pose(np.asarray(position, dtype=np.float64), quat_wxyz_to_xyzw(q_wxyz)),
                            frame_id=f"{name}_optical_frame")
 
+    def camera_spec(self, name: str) -> Any:
+        self._check_loaded()
+        if name not in self._cameras:
+            raise ValueError(f"unknown camera '{name}'; cameras: {list(self._cameras)}")
+        return self._cameras[name][0]
+
+    def camera_pose(self, name: str) -> Pose:
+        self.camera_spec(name)
+        position, q_wxyz = self._cameras[name][1].get_world_pose(camera_axes="ros")
+        return Pose(np.asarray(position, dtype=np.float64), quat_wxyz_to_xyzw(q_wxyz))
+
     # ----------------------------------------------------------- ground truth
     def _link_world_pose(self, path: str) -> Pose:
         from isaacsim.core.utils.xforms import get_world_pose
@@ -453,9 +443,3 @@ class IsaacSimBackend(SimBackend):
         if self._world is not None:
             self._world.clear()
             self._world = None
-
-    def _check_loaded(self) -> None:
-        if self._closed:
-            raise RuntimeError("backend is closed")
-        if self._spec is None:
-            raise RuntimeError("no scene loaded: call load_scene() first")

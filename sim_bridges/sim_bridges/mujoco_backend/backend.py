@@ -21,7 +21,7 @@ import os
 import warnings
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 # Headless offscreen rendering: EGL (Mesa's software llvmpipe works on CPU-only machines). Must be
 # chosen before mujoco (and PyOpenGL) are imported; an explicit MUJOCO_GL from the caller wins.
@@ -32,6 +32,7 @@ if os.environ["MUJOCO_GL"] in ("egl", "osmesa"):
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 
+from ..backend_base import BackendBase, check_dynamics_scale  # noqa: E402
 from ..backend_scenes import PARTIAL_BACKEND_SCENES  # noqa: E402
 from ..contract import (  # noqa: E402
     CameraFrame,
@@ -39,15 +40,14 @@ from ..contract import (  # noqa: E402
     Capability,
     JointLimit,
     JointState,
+    Lighting,
     LinkTransform,
     NotSupported,
     ObjectState,
     OccupancyBox,
     Odometry,
     Pose,
-    SimBackend,
     Twist,
-    physics_steps_per_control,
     physics_steps_per_ee_step,
 )
 from ..geometry import diff_drive_wheel_speeds, matrix_to_quat, quat_multiply, quat_to_matrix  # noqa: E402
@@ -251,7 +251,7 @@ def _with_mujoco_compiler(text: str, urdf_dir: Optional[str] = None) -> str:
     return ET.tostring(root, encoding="unicode")
 
 
-class MuJoCoBackend(SimBackend):
+class MuJoCoBackend(BackendBase):
     """MuJoCo 3.x simulation behind the backend contract (headless).
 
     :param physics_rate_hz: fixed integration rate (``opt.timestep = 1 / rate``)
@@ -271,16 +271,13 @@ class MuJoCoBackend(SimBackend):
                  integrator: str = "implicitfast") -> None:
         if gui:
             raise ValueError("the mujoco backend has no GUI here (headless only); run with gui:=false")
-        if not (math.isfinite(physics_rate_hz) and physics_rate_hz > 0):
-            raise ValueError(f"physics_rate_hz must be positive, got {physics_rate_hz!r}")
         integrators = {"euler": mujoco.mjtIntegrator.mjINT_EULER, "rk4": mujoco.mjtIntegrator.mjINT_RK4,
                        "implicit": mujoco.mjtIntegrator.mjINT_IMPLICIT,
                        "implicitfast": mujoco.mjtIntegrator.mjINT_IMPLICITFAST}
         if integrator not in integrators:
             raise ValueError(f"integrator must be one of {sorted(integrators)}, got {integrator!r}")
         self._integrator = integrators[integrator]
-        self._physics_rate_hz = float(physics_rate_hz)
-        self._substeps = physics_steps_per_control(self._physics_rate_hz, control_rate_hz)
+        self._init_rates(physics_rate_hz, control_rate_hz)
         self._closed = False
         self._loaded_spec: Optional[SceneSpec] = None
         self._clear_scene()
@@ -311,6 +308,12 @@ class MuJoCoBackend(SimBackend):
         self._wrist_turn: Optional[Tuple[int, float]] = None
         self._physics_steps = 0
         self._dirty = False
+        # dynamics groups (name -> MuJoCo bodies) and the nominal masses / sliding frictions,
+        # read on the first dynamics call of a compiled model
+        self._dynamics_groups: Optional[Dict[str, List[int]]] = None
+        self._mass0: Optional[np.ndarray] = None
+        self._friction0: Optional[np.ndarray] = None
+        self._const_data: Optional[Any] = None   # scratch data for mj_setConst
         self._qadr = np.zeros(0, dtype=np.int64)
         self._dadr = np.zeros(0, dtype=np.int64)
 
@@ -661,38 +664,6 @@ class MuJoCoBackend(SimBackend):
             self._dirty = True
         self._physics_steps += n
 
-    @property
-    def sim_time(self) -> float:
-        return self._physics_steps / self._physics_rate_hz
-
-    @property
-    def physics_rate_hz(self) -> float:
-        return self._physics_rate_hz
-
-    @property
-    def control_period(self) -> float:
-        return self._substeps / self._physics_rate_hz
-
-    @property
-    def physics_steps_per_control(self) -> int:
-        return self._substeps
-
-    def set_control_rate(self, control_rate_hz: float) -> None:
-        self._substeps = physics_steps_per_control(self._physics_rate_hz, control_rate_hz)
-
-    @property
-    def scene_name(self) -> Optional[str]:
-        return None if self._spec is None else self._spec.name
-
-    @property
-    def capabilities(self) -> frozenset:
-        return self._caps
-
-    # ---------------------------------------------------------------- joints
-    @property
-    def joint_names(self) -> Tuple[str, ...]:
-        return self._joint_names
-
     def joint_state(self) -> JointState:
         self._check_loaded()
         d = self.data
@@ -807,6 +778,225 @@ class MuJoCoBackend(SimBackend):
         return CameraFrame(name=name, stamp=self.sim_time, rgb=rgb, depth=depth,
                            intrinsics=CameraIntrinsics.from_vertical_fov(cam.width, cam.height, cam.vfov_rad),
                            pose=self._optical_pose(cam, cid), frame_id=f"{name}_optical_frame")
+
+    def camera_spec(self, name: str) -> CameraSpec:
+        return self._camera_entry(name)[0]
+
+    def camera_pose(self, name: str) -> Pose:
+        cam, cid = self._camera_entry(name)
+        self._sync()
+        return self._optical_pose(cam, cid)
+
+    def _camera_entry(self, name: str) -> Tuple[CameraSpec, int]:
+        self._check_loaded()
+        entry = self._cameras.get(name)
+        if entry is None:
+            raise ValueError(f"unknown camera '{name}'; cameras: {list(self._cameras)}")
+        return entry
+
+    def _renderer(self, width: int, height: int) -> Any:
+        model = self.model
+        key = (height, width)
+        renderer = self._renderers.get(key)
+        if renderer is None:
+            model.vis.global_.offwidth = max(model.vis.global_.offwidth, width)
+            model.vis.global_.offheight = max(model.vis.global_.offheight, height)
+            renderer = self._renderers[key] = mujoco.Renderer(model, height, width)
+        return renderer
+
+    def render_view(self, view: CameraSpec, pose: Optional[Pose] = None, *,
+                    window: Optional[Tuple[float, float, float, float]] = None,
+                    lighting: Optional[Lighting] = None) -> CameraFrame:
+        """A free camera of MuJoCo's scene placed at ``pose`` with the frustum of ``view`` (or of
+        ``window``). ``lighting`` is not implemented: MuJoCo's lights are elements of the compiled
+        model, not arguments of a render."""
+        self._check_loaded()
+        if lighting is not None:
+            raise self._not_implemented("render_view", "lighting: MuJoCo's lights are elements of the compiled "
+                                        "model, not arguments of a render (PyBullet's TinyRenderer light only)")
+        if Capability.CAMERA not in self._caps and self._camera_reason:
+            raise NotSupported(f"camera ({self._camera_reason})", self.scene_name, [str(c) for c in self._caps])
+        if pose is None:
+            entry = self._cameras.get(view.name)
+            pose = self.camera_pose(view.name) if entry is not None and entry[0] == view else view.pose
+        if window is None:
+            t = math.tan(0.5 * view.vfov_rad)
+            a = t * view.width / view.height
+            window = (-a, a, -t, t)
+        left, right, bottom, top = (float(v) for v in window)
+        if not (right > left and top > bottom):
+            raise ValueError(f"window must have left < right and bottom < top, got {tuple(window)}")
+        self._sync()
+        model = self.model
+        renderer = self._renderer(view.width, view.height)
+        extent = float(model.stat.extent)
+        model.vis.map.znear = view.near / extent
+        model.vis.map.zfar = view.far / extent
+        r = quat_to_matrix(pose.orientation)   # optical: z forward, y down
+        images = []
+        for depth_pass in (False, True):
+            if depth_pass:
+                renderer.enable_depth_rendering()
+            else:
+                renderer.disable_depth_rendering()
+            renderer.update_scene(self.data, camera=-1)
+            for gl in renderer.scene.camera:
+                gl.pos[:] = pose.position
+                gl.forward[:] = r[:, 2]
+                gl.up[:] = -r[:, 1]
+                gl.frustum_near, gl.frustum_far = view.near, view.far
+                gl.frustum_center = 0.5 * (left + right) * view.near
+                gl.frustum_width = 0.5 * (right - left) * view.near
+                gl.frustum_bottom, gl.frustum_top = bottom * view.near, top * view.near
+                gl.orthographic = 0
+            scene = renderer.scene
+            for light in scene.lights[:scene.nlight]:
+                if light.headlight:   # the headlight sits at the viewer's head, looking along the view
+                    light.pos[:] = pose.position
+                    light.dir[:] = r[:, 2]
+            images.append(renderer.render().copy())
+        renderer.disable_depth_rendering()
+        rgb, depth = images[0], images[1].astype(np.float32)
+        depth[(depth >= view.far * (1 - 1e-4)) | ~np.isfinite(depth)] = np.nan
+        rgb.setflags(write=False)
+        depth.setflags(write=False)
+        fx, fy = view.width / (right - left), view.height / (top - bottom)
+        intrinsics = CameraIntrinsics(view.width, view.height, fx, fy, -left * fx - 0.5, top * fy - 0.5)
+        return CameraFrame(name=view.name, stamp=self.sim_time, rgb=rgb, depth=depth, intrinsics=intrinsics,
+                           pose=pose, frame_id=f"{view.name}_optical_frame")
+
+    # -------------------------------------------------- dynamics randomisation
+    def _groups(self) -> Dict[str, List[int]]:
+        """One group per free object and one for the robots' bodies together (static furniture and
+        the world body are left out), robots first, then objects in body order."""
+        if self._dynamics_groups is None:
+            model = self.model
+            robot_bodies: List[int] = []
+            objects: Dict[str, List[int]] = {}
+            for b in range(1, model.nbody):
+                name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, b)
+                if name in self._objects:
+                    objects[name] = [b]
+                elif not name.startswith("static_"):
+                    robot_bodies.append(b)
+            groups: Dict[str, List[int]] = {}
+            if robot_bodies:
+                groups["+".join(r.name for r, _, _ in self._robots)] = robot_bodies
+            groups.update(objects)
+            self._dynamics_groups = groups
+            self._mass0 = model.body_mass.copy()
+            self._friction0 = model.geom_friction[:, 0].copy()
+            self._const_data = mujoco.MjData(model)
+        return self._dynamics_groups
+
+    def dynamics_bodies(self) -> Tuple[str, ...]:
+        """The robots (one body, named by the robots' names joined with '+'), then every free object."""
+        self._check_loaded()
+        return tuple(self._groups())
+
+    def set_dynamics_scale(self, mass: Mapping[str, float], friction: Mapping[str, float]) -> None:
+        """As the contract says; a factor applies to every MuJoCo body of the group (mass) and every
+        geom of it (sliding friction). MuJoCo derives constants from the masses (body_subtreemass,
+        the inverse weights that scale every constraint's softness): they are recomputed, or a cube
+        made 30 % lighter keeps the contact impedance of the nominal one and a firm grasp can blow
+        up. On scratch data: ``mj_setConst`` moves the state it is given to qpos0."""
+        self._check_loaded()
+        groups = self._groups()
+        mass_f, friction_f = check_dynamics_scale({n: n for n in groups}, mass, friction)
+        model = self.model
+        for name, bodies in groups.items():
+            for b in bodies:
+                if self._mass0[b] > 0:
+                    model.body_mass[b] = self._mass0[b] * mass_f.get(name, 1.0)
+                for g in range(model.body_geomadr[b], model.body_geomadr[b] + model.body_geomnum[b]):
+                    model.geom_friction[g, 0] = self._friction0[g] * friction_f.get(name, 1.0)
+        mujoco.mj_setConst(model, self._const_data)
+
+    def set_object_velocity(self, name: str, linear: Sequence[float],
+                            angular: Sequence[float] = (0.0, 0.0, 0.0)) -> None:
+        """World-frame velocity of a free object (MuJoCo's free joint takes angular velocity in the body frame)."""
+        self._check_loaded()
+        if name not in self._objects:
+            raise ValueError(f"unknown object '{name}'; objects: {', '.join(sorted(self._objects))}")
+        self._sync()
+        obj, d = self._objects[name], self.data
+        r = d.xmat[obj.bid].reshape(3, 3)
+        d.qvel[obj.dadr:obj.dadr + 3] = np.asarray(linear, dtype=float)
+        d.qvel[obj.dadr + 3:obj.dadr + 6] = r.T @ np.asarray(angular, dtype=float)
+        mujoco.mj_forward(self.model, d)
+
+    # ------------------------------------------------------ poses and contacts
+    def _body_world_pose(self, b: int) -> Pose:
+        self._sync()
+        return Pose(self.data.xpos[b].copy(), _xyzw(self.data.xquat[b]))
+
+    def _root_link(self, links: Dict[str, int]) -> int:
+        return next(b for b in links.values() if int(self.model.body_parentid[b]) == 0)
+
+    def body_pose(self, name: str) -> Pose:
+        self._check_loaded()
+        if name in self._objects:
+            return self.ground_truth()[name].pose
+        for robot, _, links in self._robots:
+            if name == robot.name:
+                return self._body_world_pose(self._root_link(links))
+            if name in links:
+                return self._body_world_pose(links[name])
+        raise ValueError(f"unknown body '{name}': not an object, a robot or a robot link of the scene")
+
+    def robot_base_pose(self, robot: Optional[str] = None) -> Pose:
+        self._check_loaded()
+        if not self._robots:
+            raise ValueError(f"scene '{self.scene_name}' has no robot")
+        if robot is None:
+            if self._mobile is not None:
+                return self._body_world_pose(self._mobile[3])
+            return self._body_world_pose(self._root_link(self._robots[0][2]))
+        for spec, _, links in self._robots:
+            if spec.name == robot:
+                return self._body_world_pose(self._root_link(links))
+        raise ValueError(f"unknown robot '{robot}'; robots: {[r.name for r, _, _ in self._robots]}")
+
+    def robot_contacts(self) -> List[str]:
+        self.require(Capability.BASE_VELOCITY)
+        self._sync()
+        model, d = self.model, self.data
+        mine = set(next(links for spec, _, links in self._robots if spec is self._mobile[0]).values())
+        out = set()
+        for i in range(d.ncon):
+            c = d.contact[i]
+            b1, b2 = int(model.geom_bodyid[c.geom1]), int(model.geom_bodyid[c.geom2])
+            for a, other in ((b1, b2), (b2, b1)):
+                if a in mine and other not in mine and other != 0:   # body 0: the world (ground)
+                    name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, other) or f"body{other}"
+                    out.add(name[len("static_"):] if name.startswith("static_") else name)
+        return sorted(out)
+
+    # ------------------------------------------------------- visual randomisation
+    def _visual_geoms(self) -> Dict[Tuple[str, int], int]:
+        model = self.model
+        out: Dict[Tuple[str, int], int] = {}
+        for b in range(model.nbody):
+            name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, b) or "world"
+            name = name[len("static_"):] if name.startswith("static_") else name
+            for k, g in enumerate(range(model.body_geomadr[b], model.body_geomadr[b] + model.body_geomnum[b])):
+                out[(name, k)] = g
+        return out
+
+    def visual_colors(self) -> Dict[Tuple[str, int], Tuple[float, float, float, float]]:
+        """Every geom's ``geom_rgba``, keyed by its body's name (a static body's without ``static_``,
+        the world body's ``world``) and its index in the body."""
+        self._check_loaded()
+        return {key: tuple(float(c) for c in self.model.geom_rgba[g]) for key, g in self._visual_geoms().items()}
+
+    def set_visual_colors(self, colors: Mapping[Tuple[str, int], Sequence[float]]) -> None:
+        self._check_loaded()
+        geoms = self._visual_geoms()
+        unknown = [k for k in colors if k not in geoms]
+        if unknown:
+            raise KeyError(f"unknown visual shape(s) {unknown}; known: {sorted(geoms)}")
+        for key, rgba in colors.items():
+            self.model.geom_rgba[geoms[key]] = [float(c) for c in rgba]
 
     # ----------------------------------------------------------- ground truth
     def link_transforms(self) -> List[LinkTransform]:
@@ -1112,12 +1302,3 @@ class MuJoCoBackend(SimBackend):
         if self._dirty:
             mujoco.mj_forward(self.model, self.data)
             self._dirty = False
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise RuntimeError("backend is closed")
-
-    def _check_loaded(self) -> None:
-        self._check_open()
-        if self._spec is None:
-            raise RuntimeError("no scene loaded: call load_scene() first")

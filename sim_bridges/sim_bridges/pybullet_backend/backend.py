@@ -8,7 +8,7 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import pybullet as p
@@ -20,24 +20,34 @@ from ..contract import (
     JointLimit,
     JointState,
     LinkTransform,
+    Lighting,
     ObjectState,
     OccupancyBox,
     Odometry,
     Pose,
-    SimBackend,
     Twist,
-    physics_steps_per_control,
     physics_steps_per_ee_step,
 )
+from ..backend_base import BackendBase, check_dynamics_scale
 from ..geometry import diff_drive_wheel_speeds, quat_to_matrix
-from ..robots.spec import RobotSpec
+from ..robots.spec import CameraSpec, RobotSpec
 from ..scenes import make_scene
 from ..scenes.meshes import mesh_placement
 from ..scenes.spec import ObjectSpec, SceneSpec
 from ..spawning import check_delete, check_spawn, spawn_templates, spawned_spec
-from .camera import PyBulletCamera
+from .camera import (
+    PyBulletCamera,
+    fov_projection,
+    frustum_matrix,
+    render_rgbd,
+    tiny_renderer_intrinsics,
+    window_intrinsics,
+)
 
 __all__ = ["PyBulletBackend"]
+
+#: name of the ground plane among :meth:`PyBulletBackend.dynamics_bodies`
+GROUND_PLANE = "ground_plane"
 
 _MOVABLE = (p.JOINT_REVOLUTE, p.JOINT_PRISMATIC)
 #: Target speed used to turn a velocity motor into a pure force source (see set_cart_force).
@@ -96,7 +106,7 @@ class _Object:
     com_to_link: Tuple[Tuple[float, ...], Tuple[float, ...]] = _IDENTITY
 
 
-class PyBulletBackend(SimBackend):
+class PyBulletBackend(BackendBase):
     """Headless (``p.DIRECT``) PyBullet simulation behind the backend contract.
 
     Each instance owns its own physics client, so several backends can run in
@@ -130,10 +140,7 @@ class PyBulletBackend(SimBackend):
         if reset_mode not in ("rebuild", "snapshot"):
             raise ValueError(f"reset_mode must be 'rebuild' or 'snapshot', got {reset_mode!r}")
         self._reset_mode = reset_mode
-        if not (math.isfinite(physics_rate_hz) and physics_rate_hz > 0):
-            raise ValueError(f"physics_rate_hz must be positive, got {physics_rate_hz!r}")
-        self._physics_rate_hz = float(physics_rate_hz)
-        self._substeps = physics_steps_per_control(self._physics_rate_hz, control_rate_hz)
+        self._init_rates(physics_rate_hz, control_rate_hz)
         self._solver_iterations = int(solver_iterations)
         self._cid = p.connect(p.GUI if gui else p.DIRECT)
         if self._cid < 0:
@@ -165,6 +172,9 @@ class PyBulletBackend(SimBackend):
         self._ee_step_physics_steps: Optional[int] = None   # set_end_effector_step_period (None: a control period)
         self._cart: Optional[_Robot] = None
         self._plate: Optional[_Robot] = None
+        self._body_names: Dict[int, str] = {}   # body id -> ground_plane, object, static or robot name
+        # (body, link, mass, lateral friction) as built, read on the first dynamics call
+        self._dynamics_nominal: Optional[List[Tuple[int, int, float, float]]] = None
 
     @property
     def client_id(self) -> int:
@@ -205,7 +215,8 @@ class PyBulletBackend(SimBackend):
         )
         p.setGravity(0.0, 0.0, -spec.gravity, physicsClientId=cid)
         if spec.ground_plane:
-            p.loadURDF(os.path.join(pybullet_data.getDataPath(), "plane.urdf"), physicsClientId=cid)
+            plane = p.loadURDF(os.path.join(pybullet_data.getDataPath(), "plane.urdf"), physicsClientId=cid)
+            self._body_names[plane] = GROUND_PLANE
         for obj in spec.static + spec.objects:
             self._build_object(obj)
         for robot_spec in spec.robots:
@@ -258,6 +269,7 @@ class PyBulletBackend(SimBackend):
                 restitution=obj.restitution,
                 physicsClientId=cid,
             )
+        self._body_names[body] = obj.name
         if obj.mass > 0:
             self._objects[obj.name] = _Object(obj, body, self._com_to_link(body))
 
@@ -306,6 +318,7 @@ class PyBulletBackend(SimBackend):
             if name not in joints:
                 raise ValueError(f"robot '{spec.name}': no movable joint '{name}'")
         self._robots.append(robot)
+        self._body_names[body] = spec.name
         self._joints.update(joints)
         self._joint_names += tuple(joints)
         self._joint_groups.append((body, robot.joint_indices))
@@ -447,41 +460,6 @@ class PyBulletBackend(SimBackend):
         self._physics_steps += n
         self._stepped_since_build = True
 
-    @property
-    def sim_time(self) -> float:
-        # integer step count * dt: no drift from accumulating floats
-        return self._physics_steps / self._physics_rate_hz
-
-    @property
-    def physics_rate_hz(self) -> float:
-        return self._physics_rate_hz
-
-    @property
-    def control_period(self) -> float:
-        return self._substeps / self._physics_rate_hz
-
-    @property
-    def physics_steps_per_control(self) -> int:
-        """Physics steps per control step."""
-        return self._substeps
-
-    def set_control_rate(self, control_rate_hz: float) -> None:
-        self._substeps = physics_steps_per_control(self._physics_rate_hz, control_rate_hz)
-
-    # ----------------------------------------------------------------- scene
-    @property
-    def scene_name(self) -> Optional[str]:
-        return None if self._spec is None else self._spec.name
-
-    @property
-    def capabilities(self) -> frozenset:
-        return self._caps
-
-    # ---------------------------------------------------------------- joints
-    @property
-    def joint_names(self) -> Tuple[str, ...]:
-        return self._joint_names
-
     def joint_state(self) -> JointState:
         self._check_loaded()
         cid = self._cid
@@ -610,6 +588,137 @@ class PyBulletBackend(SimBackend):
             raise ValueError(f"unknown camera '{name}'; cameras: {list(self._cameras)}")
         return camera.render(self.sim_time)
 
+    def camera_spec(self, name: str) -> CameraSpec:
+        return self._camera(name).spec
+
+    def camera_pose(self, name: str) -> Pose:
+        return self._camera(name).optical_pose()
+
+    def _camera(self, name: str) -> PyBulletCamera:
+        self._check_loaded()
+        camera = self._cameras.get(name)
+        if camera is None:
+            raise ValueError(f"unknown camera '{name}'; cameras: {list(self._cameras)}")
+        return camera
+
+    def render_view(self, view: CameraSpec, pose: Optional[Pose] = None, *,
+                    window: Optional[Tuple[float, float, float, float]] = None,
+                    lighting: Optional[Lighting] = None) -> CameraFrame:
+        self._check_loaded()
+        if pose is None:
+            mounted = self._cameras.get(view.name)
+            pose = mounted.optical_pose() if mounted is not None and mounted.spec == view else view.pose
+        if window is None:
+            projection, intrinsics = fov_projection(view, self._cid), tiny_renderer_intrinsics(view)
+        else:
+            left, right, bottom, top = (float(v) for v in window)
+            if not (right > left and top > bottom):
+                raise ValueError(f"window must have left < right and bottom < top, got {tuple(window)}")
+            n = view.near
+            projection = frustum_matrix(left * n, right * n, bottom * n, top * n, n, view.far)
+            intrinsics = window_intrinsics(view.width, view.height, (left, right, bottom, top))
+        light = None
+        if lighting is not None:
+            light = {"lightDirection": list(lighting.direction), "lightColor": list(lighting.color),
+                     "lightAmbientCoeff": lighting.ambient, "lightDiffuseCoeff": lighting.diffuse,
+                     "lightSpecularCoeff": lighting.specular}
+        rgb, depth = render_rgbd(self._cid, view.width, view.height, pose, projection, view.near, view.far, light)
+        return CameraFrame(name=view.name, stamp=self.sim_time, rgb=rgb, depth=depth, intrinsics=intrinsics,
+                           pose=pose, frame_id=f"{view.name}_optical_frame")
+
+    # -------------------------------------------------- dynamics randomisation
+    def _nominal_dynamics(self) -> List[Tuple[int, int, float, float]]:
+        if self._dynamics_nominal is None:
+            cid, out = self._cid, []
+            for i in range(p.getNumBodies(physicsClientId=cid)):
+                body = p.getBodyUniqueId(i, physicsClientId=cid)
+                for link in range(-1, p.getNumJoints(body, physicsClientId=cid)):
+                    info = p.getDynamicsInfo(body, link, physicsClientId=cid)
+                    out.append((body, link, float(info[0]), float(info[1])))
+            self._dynamics_nominal = out
+        return self._dynamics_nominal
+
+    def dynamics_bodies(self) -> Tuple[str, ...]:
+        """Every PyBullet body in id order: the ground plane, static furniture, objects, robots."""
+        self._check_loaded()
+        return tuple(self._body_names[b] for b in sorted({b for b, *_ in self._nominal_dynamics()}))
+
+    def set_dynamics_scale(self, mass: Mapping[str, float], friction: Mapping[str, float]) -> None:
+        self._check_loaded()
+        nominal = self._nominal_dynamics()
+        ids = {self._body_names[b]: b for b, *_ in nominal}
+        mass_f, friction_f = check_dynamics_scale(ids, mass, friction)
+        cid = self._cid
+        for body, link, m, mu in nominal:
+            kw = {"lateralFriction": mu * friction_f.get(body, 1.0)}
+            if m > 0:  # static links stay static
+                kw["mass"] = m * mass_f.get(body, 1.0)
+            p.changeDynamics(body, link, physicsClientId=cid, **kw)
+
+    def set_object_velocity(self, name: str, linear: Sequence[float],
+                            angular: Sequence[float] = (0.0, 0.0, 0.0)) -> None:
+        self._check_loaded()
+        if name not in self._objects:
+            raise ValueError(f"unknown object '{name}'; objects: {', '.join(sorted(self._objects))}")
+        p.resetBaseVelocity(self._objects[name].body, list(map(float, linear)), list(map(float, angular)),
+                            physicsClientId=self._cid)
+
+    # ------------------------------------------------------ poses and contacts
+    def body_pose(self, name: str) -> Pose:
+        self._check_loaded()
+        if name in self._objects:
+            return self.ground_truth()[name].pose
+        for robot in self._robots:
+            if name == robot.spec.name:
+                return Pose(*self._link_pose(robot, next(iter(robot.links))))
+            if name in robot.links:
+                return Pose(*self._link_pose(robot, name))
+        raise ValueError(f"unknown body '{name}': not an object, a robot or a robot link of the scene")
+
+    def robot_base_pose(self, robot: Optional[str] = None) -> Pose:
+        self._check_loaded()
+        if not self._robots:
+            raise ValueError(f"scene '{self.scene_name}' has no robot")
+        if robot is None:
+            chosen = self._mobile or self._robots[0]
+        else:
+            chosen = next((r for r in self._robots if r.spec.name == robot), None)
+            if chosen is None:
+                raise ValueError(f"unknown robot '{robot}'; robots: {[r.spec.name for r in self._robots]}")
+        return Pose(*self._link_pose(chosen, next(iter(chosen.links))))
+
+    def robot_contacts(self) -> List[str]:
+        self.require(Capability.BASE_VELOCITY)
+        robot = self._mobile.body
+        out = set()
+        for c in p.getContactPoints(bodyA=robot, physicsClientId=self._cid):
+            other = c[2]
+            name = self._body_names.get(other, f"body{other}")
+            if other != robot and name != GROUND_PLANE:
+                out.add(name)
+        return sorted(out)
+
+    # ------------------------------------------------------- visual randomisation
+    def _visual_shapes(self):
+        cid = self._cid
+        for body in sorted(self._body_names):
+            for k, shape in enumerate(p.getVisualShapeData(body, physicsClientId=cid)):
+                yield (self._body_names[body], k), body, shape
+
+    def visual_colors(self) -> Dict[Tuple[str, int], Tuple[float, float, float, float]]:
+        self._check_loaded()
+        return {key: tuple(float(c) for c in shape[7]) for key, _, shape in self._visual_shapes()}
+
+    def set_visual_colors(self, colors: Mapping[Tuple[str, int], Sequence[float]]) -> None:
+        self._check_loaded()
+        shapes = {key: (body, shape[1]) for key, body, shape in self._visual_shapes()}
+        unknown = [k for k in colors if k not in shapes]
+        if unknown:
+            raise KeyError(f"unknown visual shape(s) {unknown}; known: {sorted(shapes)}")
+        for key, rgba in colors.items():
+            body, link = shapes[key]
+            p.changeVisualShape(body, link, rgbaColor=[float(c) for c in rgba], physicsClientId=self._cid)
+
     # ----------------------------------------------------------- ground truth
     def link_transforms(self) -> List[LinkTransform]:
         cid = self._cid
@@ -657,7 +766,11 @@ class PyBulletBackend(SimBackend):
     def delete_object(self, name: str) -> None:
         self._check_loaded()
         check_delete(name, self._objects)
-        p.removeBody(self._objects.pop(name).body, physicsClientId=self._cid)
+        body = self._objects.pop(name).body
+        p.removeBody(body, physicsClientId=self._cid)
+        self._body_names.pop(body, None)
+        if self._dynamics_nominal is not None:
+            self._dynamics_nominal = [entry for entry in self._dynamics_nominal if entry[0] != body]
         self._scene_edited = True
 
     def ground_truth(self) -> Dict[str, ObjectState]:
@@ -917,11 +1030,3 @@ class PyBulletBackend(SimBackend):
         except Exception:
             pass
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise RuntimeError("backend is closed")
-
-    def _check_loaded(self) -> None:
-        self._check_open()
-        if self._spec is None:
-            raise RuntimeError("no scene loaded: call load_scene() first")
