@@ -475,3 +475,173 @@ def test_spawn_and_delete_the_scenes_object_kinds(scene_cache):
     sim.step(2)
     sim.reset(0)
     assert set(sim.ground_truth()) == loaded
+
+
+# ------------------------------------------- views and truth for trainers and evaluators
+def test_render_view_of_a_scene_camera_matches_its_frame(scene_cache):
+    """render_view with a scene camera's spec and pose renders what camera_frame does; an off-axis
+    window renders exactly that crop of it; camera_spec/camera_pose refuse an unknown camera."""
+    sim = scene_cache("panda_table")
+    sim.reset(0)
+    name = sim.camera_names[0]
+    spec = sim.camera_spec(name)
+    frame = sim.camera_frame(name)
+    view = sim.render_view(spec)
+    np.testing.assert_allclose(sim.camera_pose(name).position, frame.pose.position, atol=1e-9)
+    assert view.rgb.shape == frame.rgb.shape and view.stamp == sim.sim_time
+    assert np.mean(np.abs(view.rgb.astype(int) - frame.rgb)) < 0.5       # rasterisation at edges only
+    both = np.isfinite(view.depth) & np.isfinite(frame.depth)
+    assert both.mean() > 0.9 and np.abs(view.depth[both] - frame.depth[both]).max() < 1e-3
+    # the window of the image's central quarter, rendered alone at the crop's size
+    t = math.tan(0.5 * spec.vfov_rad)
+    a = t * spec.width / spec.height
+    import dataclasses
+
+    crop = dataclasses.replace(spec, width=spec.width // 2, height=spec.height // 2)
+    window = sim.render_view(crop, frame.pose, window=(-a / 2, a / 2, -t / 2, t / 2))
+    h0, w0 = spec.height // 4, spec.width // 4
+    inner = frame.depth[h0:h0 + crop.height, w0:w0 + crop.width]
+    both = np.isfinite(window.depth) & np.isfinite(inner)
+    assert both.mean() > 0.9 and np.median(np.abs(window.depth[both] - inner[both])) < 1e-3
+    # a world-fixed view of one's own: the cube seen from above, centred
+    from sim_bridges.contract import Pose
+
+    cube = sim.ground_truth()["red_cube"].pose.position
+    above = dataclasses.replace(spec, name="above", width=64, height=48, link=None, robot=None,
+                                pose=Pose(cube + [0.0, 0.0, 0.5], [1.0, 0.0, 0.0, 0.0]))
+    top = sim.render_view(above)
+    assert top.depth[24, 32] == pytest.approx(0.5 - sim.ground_truth()["red_cube"].size[2] / 2, abs=0.01)
+    for bad in (lambda: sim.camera_spec("no_such_camera"), lambda: sim.camera_pose("no_such_camera"),
+                lambda: sim.render_view(spec, window=(1.0, -1.0, -1.0, 1.0))):
+        with pytest.raises(ValueError):
+            bad()
+
+
+def test_dynamics_scale_changes_what_the_physics_does_and_restores_it(make_backend):
+    """A heavier cube pushes the cube it hits further, a slipperier one slides another way, and the
+    scale is absolute ({} restores the nominal trajectory): the scale reaches the physics on every
+    engine (MuJoCo combines two geoms' friction by their maximum, so the table still dominates)."""
+    from sim_bridges.contract import Pose
+
+    sim = make_backend()
+    sim.load_scene("panda_table")
+    bodies = sim.dynamics_bodies()
+    assert {"red_cube", "green_cube"} <= set(bodies) and len(set(bodies)) == len(bodies)
+
+    def hit(mass, friction):
+        """How far the green cube goes when the red one is sent into it at 1 m/s."""
+        sim.reset(0)
+        sim.set_dynamics_scale(mass, friction)
+        red = sim.ground_truth()["red_cube"].pose.position
+        sim.set_object_pose("green_cube", Pose(red + [0.0, 0.08, 0.0]))
+        start = sim.ground_truth()["green_cube"].pose.position.copy()
+        sim.set_object_velocity("red_cube", [0.0, 1.0, 0.0])
+        sim.step(20)
+        return float(np.linalg.norm(sim.ground_truth()["green_cube"].pose.position - start))
+
+    nominal = hit({}, {})
+    assert nominal > 0.002                       # set_object_velocity sent it
+    assert hit({"red_cube": 3.0}, {}) > 1.8 * nominal
+    assert hit({"red_cube": 0.5}, {}) < 0.8 * nominal
+    assert abs(hit({}, {"red_cube": 0.2, "green_cube": 0.2}) - nominal) > 1e-3
+    assert hit({}, {}) == pytest.approx(nominal, abs=1e-9)                 # absolute: restored
+    with pytest.raises(KeyError):
+        sim.set_dynamics_scale({"no_such_body": 1.0}, {})
+    with pytest.raises(ValueError):
+        sim.set_dynamics_scale({"red_cube": 0.0}, {})
+    with pytest.raises(ValueError):
+        sim.set_object_velocity("no_such_object", [0.0, 0.0, 0.0])
+
+
+def test_body_and_robot_base_poses(scene_cache):
+    """body_pose gives an object's pose as ground_truth does and a link's URDF frame as the
+    published tree places it; robot_base_pose is the mobile base's odometry pose in the sim."""
+    sim = scene_cache("panda_table")
+    sim.reset(0)
+    truth = sim.ground_truth()["red_cube"].pose
+    np.testing.assert_allclose(sim.body_pose("red_cube").position, truth.position, atol=1e-9)
+    ee = sim.body_pose("panda_grasptarget").position
+    sim.set_end_effector_delta(0.0, 0.0, 0.02)
+    sim.step(10)
+    assert sim.body_pose("panda_grasptarget").position[2] - ee[2] == pytest.approx(0.02, abs=0.005)
+    np.testing.assert_allclose(sim.body_pose("panda").position, sim.robot_base_pose().position, atol=1e-9)
+    for bad in (lambda: sim.body_pose("no_such_link"), lambda: sim.robot_base_pose("no_such_robot")):
+        with pytest.raises(ValueError):
+            bad()
+    home = scene_cache("home")
+    home.reset(0)
+    np.testing.assert_allclose(home.robot_base_pose().position, home.base_odometry().pose.position, atol=1e-9)
+
+
+def test_robot_contacts_name_what_the_base_touches(scene_cache):
+    """Standing on the floor the base touches nothing; a cube put against it is reported by name."""
+    from sim_bridges.contract import Pose
+
+    sim = scene_cache("home")
+    sim.reset(0)
+    sim.step(5)
+    assert sim.robot_contacts() == []
+    base = sim.base_odometry().pose.position
+    name = next(n for n, o in sim.ground_truth().items() if o.kind == "cube")
+    size = sim.ground_truth()[name].size
+    # just in front of the base's front edge, resting on the floor, pressed into it
+    sim.set_object_pose(name, Pose([base[0] + 0.22, base[1], size[2] / 2 + 0.001]))
+    sim.set_object_velocity(name, [-0.5, 0.0, 0.0])
+    touched = set()
+    for _ in range(20):
+        sim.step(1)
+        touched |= set(sim.robot_contacts())
+    assert name in touched, (touched, sim.ground_truth()[name].pose.position, base)
+    sim.reset(0)
+    with pytest.raises(NotSupported):
+        scene_cache("panda_table").robot_contacts()
+
+
+def test_visual_colors_round_trip(scene_cache):
+    sim = scene_cache("ball_plate")
+    sim.reset(0)
+    colors = sim.visual_colors()
+    key = next(k for k in colors if k[0] == "ball")
+    sim.set_visual_colors({key: (0.1, 0.2, 0.3, 1.0)})
+    assert sim.visual_colors()[key] == pytest.approx((0.1, 0.2, 0.3, 1.0), abs=1e-6)
+    sim.set_visual_colors({key: colors[key]})
+    assert sim.visual_colors()[key] == pytest.approx(colors[key], abs=1e-6)
+    with pytest.raises(KeyError):
+        sim.set_visual_colors({("no_such_body", 0): (1, 1, 1, 1)})
+
+
+def test_lighting_is_pybullet_only(scene_cache):
+    """render_view's lighting: PyBullet's TinyRenderer light; MuJoCo says why it cannot."""
+    from sim_bridges.contract import Lighting
+
+    sim = scene_cache("ball_plate")
+    sim.reset(0)
+    spec = sim.camera_spec(sim.camera_names[0])
+    light = Lighting(direction=(0.0, 0.0, 10.0), color=(1.0, 0.2, 0.2), ambient=0.3, diffuse=0.6, specular=0.0)
+    if type(sim).__name__ == "MuJoCoBackend":
+        with pytest.raises(NotImplementedError, match="lights are elements of the compiled model"):
+            sim.render_view(spec, lighting=light)
+        return
+    plain = sim.render_view(spec).rgb.astype(float)     # first: PyBullet keeps a light once given
+    red = sim.render_view(spec, lighting=light).rgb.astype(float)
+    assert red[..., 0].mean() - red[..., 1].mean() > plain[..., 0].mean() - plain[..., 1].mean() + 5
+
+
+def test_an_engine_without_an_optional_view_says_why():
+    """The contract's optional methods raise NotImplementedError naming the engine, the method and
+    the reason (Isaac Sim's backend sets one; it cannot run here, so a stand-in checks the text)."""
+    from sim_bridges.backend_base import BackendBase
+
+    class Stub(BackendBase):
+        unimplemented_reason = "a stand-in engine"
+        load_scene = reset = step = close = joint_state = joint_limits = set_joint_targets = None
+        camera_frame = ground_truth = link_transforms = None
+        camera_names = ()
+
+    Stub.__abstractmethods__ = frozenset()
+    stub = Stub()
+    for call in (lambda: stub.render_view(None), stub.dynamics_bodies, lambda: stub.body_pose("x"),
+                 stub.robot_base_pose, stub.robot_contacts, stub.visual_colors,
+                 lambda: stub.set_dynamics_scale({}, {}), lambda: stub.set_object_velocity("x", (0, 0, 0))):
+        with pytest.raises(NotImplementedError, match=r"Stub\.\w+: a stand-in engine"):
+            call()

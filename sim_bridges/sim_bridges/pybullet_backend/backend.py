@@ -604,6 +604,8 @@ class PyBulletBackend(BackendBase):
     def render_view(self, view: CameraSpec, pose: Optional[Pose] = None, *,
                     window: Optional[Tuple[float, float, float, float]] = None,
                     lighting: Optional[Lighting] = None) -> CameraFrame:
+        """As the contract says. PyBullet's renderer keeps the last light it was given for every
+        later render of the client (``camera_frame`` included) until another one is given."""
         self._check_loaded()
         if pose is None:
             mounted = self._cameras.get(view.name)
