@@ -287,19 +287,15 @@ def test_expert_tolerates_the_arm_running_behind(delay):
 
 def test_each_episode_starts_with_the_fingers_square_to_the_estimate(env):
     """The wrist is turned to the estimate's yaw mod 90 deg (what the fetch mission sends on /arm/ee_yaw)."""
-    import pybullet as p
+    from sim_bridges.geometry import quat_to_matrix
 
     assert wrist_yaw_for(np.radians(50.0)) == pytest.approx(np.radians(-40.0))
     assert wrist_yaw_for(np.radians(-44.0)) == pytest.approx(np.radians(-44.0))
-    cid = env.sim.client_id
     for seed in (EVAL + 11, EVAL + 12, EVAL + 13):
         env.reset(seed=seed)
         _, q = env.observed_target()
-        body = env._panda   # the PyBullet body id
-        ee = next(j for j in range(p.getNumJoints(body, physicsClientId=cid))
-                  if p.getJointInfo(body, j, physicsClientId=cid)[12] == b"panda_grasptarget")
         bq = env._base_pose()[1]
-        m = np.array(p.getMatrixFromQuaternion(p.getLinkState(body, ee, physicsClientId=cid)[5])).reshape(3, 3)
+        m = quat_to_matrix(env.sim.body_pose("panda_grasptarget").orientation)
         gripper = np.arctan2(m[1, 0], m[0, 0]) - ops.yaw(tuple(float(v) for v in bq))
         err = wrist_yaw_for(gripper - wrist_yaw_for(ops.yaw(q)))
         assert abs(np.degrees(err)) < 2.0, (seed, np.degrees(gripper), np.degrees(ops.yaw(q)))

@@ -25,7 +25,7 @@ import math
 import sys
 import time
 from dataclasses import asdict, dataclass
-from typing import Dict, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
 import numpy as np
 
@@ -65,36 +65,14 @@ def robot_pose(sim) -> tuple:
 
 
 class ContactMonitor:
-    """PyBullet contacts of the mobile robot with anything but the floor (private backend access,
-    evaluation only)."""
+    """What the mobile robot touches, the floor excluded (the backend's ``robot_contacts``:
+    simulator truth, evaluation only)."""
 
     def __init__(self, sim) -> None:
-        import pybullet as p
-
-        self.p = p
-        self.cid = sim._cid
-        self.robot = sim._mobile.body
-        self.names: Dict[int, str] = {}
-        self.floor = set()
-        objects = {o.body: name for name, o in getattr(sim, "_objects", {}).items()}
-        for i in range(p.getNumBodies(physicsClientId=self.cid)):
-            body = p.getBodyUniqueId(i, physicsClientId=self.cid)
-            base, name = (s.decode() for s in p.getBodyInfo(body, physicsClientId=self.cid))
-            if base == "planeLink" or name == "plane":
-                self.floor.add(body)
-            self.names[body] = objects.get(body, name or base or f"body{body}")
-        static = [b for b in self.names if b not in self.floor and b not in objects and b != self.robot]
-        for b, box in zip(sorted(static), getattr(sim, "_spec").static):
-            self.names[b] = box.name
+        self.sim = sim
 
     def touching(self) -> List[str]:
-        out = set()
-        for c in self.p.getContactPoints(bodyA=self.robot, physicsClientId=self.cid):
-            other = c[2]
-            if other in self.floor or other == self.robot:
-                continue
-            out.add(self.names.get(other, str(other)))
-        return sorted(out)
+        return self.sim.robot_contacts()
 
 
 def footprint_clearance(pose: Sequence[float], boxes) -> float:

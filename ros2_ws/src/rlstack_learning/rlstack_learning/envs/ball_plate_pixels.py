@@ -46,18 +46,6 @@ IMAGE = ImageSpec(
     description="the bridge's overhead camera, cropped to the plate, 64x64, last 2 frames (oldest first)")
 
 
-def _frustum(left: float, right: float, bottom: float, top: float, near: float, far: float):
-    m = np.zeros((4, 4))
-    m[0, 0] = 2 * near / (right - left)
-    m[0, 2] = (right + left) / (right - left)
-    m[1, 1] = 2 * near / (top - bottom)
-    m[1, 2] = (top + bottom) / (top - bottom)
-    m[2, 2] = -(far + near) / (far - near)
-    m[2, 3] = -2 * far * near / (far - near)
-    m[3, 2] = -1.0
-    return tuple(m.T.ravel())
-
-
 def _rot(rx: float, ry: float, rz: float) -> np.ndarray:
     cx, sx, cy, sy, cz, sz = math.cos(rx), math.sin(rx), math.cos(ry), math.sin(ry), math.cos(rz), math.sin(rz)
     return (np.array([[cz, -sz, 0], [sz, cz, 0], [0, 0, 1]]) @ np.array([[cy, 0, sy], [0, 1, 0], [-sy, 0, cy]])
@@ -87,48 +75,31 @@ class BallPlatePixelsEnv(BallPlateEnv):
         self.frames = FrameStack(spec, 1.0 / self.control_rate_hz)
         self.expert_obs = np.zeros(6, np.float32)
         self._view_dr: Dict[str, Any] = {}
-        self._nominal_rgba = {key: rgba for _, _, key, rgba in self._visual_shapes(with_rgba=True)}
-
-    def _visual_shapes(self, with_rgba: bool = False):
-        """(body id, link, (body name, link, shape k)[, rgba]) of every visual shape of the loaded scene."""
-        import pybullet as p
-
-        cid = self.sim.client_id
-        for i in range(p.getNumBodies(physicsClientId=cid)):
-            body = p.getBodyUniqueId(i, physicsClientId=cid)
-            name = b"/".join(p.getBodyInfo(body, physicsClientId=cid)).decode()
-            for k, shape in enumerate(p.getVisualShapeData(body, physicsClientId=cid)):
-                key = (name, shape[1], k)
-                yield (body, shape[1], key, tuple(shape[7])) if with_rgba else (body, shape[1], key)
+        self._nominal_rgba = self.sim.visual_colors()
 
     # ------------------------------------------------------------ rendering
     def _window_frame(self) -> np.ndarray:
-        import pybullet as p
+        import dataclasses
 
-        from sim_bridges.pybullet_backend.camera import view_matrix
-        from sim_bridges.contract import Pose
+        from sim_bridges.contract import Lighting, Pose
+        from sim_bridges.geometry import quat_to_matrix
 
-        cam = self.sim._cameras[self.camera]
-        spec, cs = self.image, cam.spec
-        pose = cam.optical_pose()
+        spec, cs = self.image, self.sim.camera_spec(self.camera)
+        pose = self.sim.camera_pose(self.camera)
         jit = self._view_dr.get("camera")
         if jit is not None:
-            from sim_bridges.geometry import quat_to_matrix
-
             r = quat_to_matrix(pose.orientation) @ _rot(*jit[3:])
             q = _quat_from_matrix(r)
             pose = Pose(np.asarray(pose.position) + np.asarray(jit[:3]), q)
         t = math.tan(0.5 * cs.vfov_rad)
-        left, right, bottom, top = render_window(spec, (t * cs.width / cs.height, t))
-        n = cs.near
-        proj = _frustum(left * n, right * n, bottom * n, top * n, n, cs.far)
-        light = self._view_dr.get("light", {})
-        _, _, rgba, _, _ = p.getCameraImage(
-            spec.crop[2], spec.crop[3], viewMatrix=view_matrix(pose), projectionMatrix=proj,
-            renderer=p.ER_TINY_RENDERER, flags=p.ER_NO_SEGMENTATION_MASK, shadow=0,
-            physicsClientId=self.sim.client_id, **light)
-        window = np.asarray(rgba, dtype=np.uint8).reshape(spec.crop[3], spec.crop[2], 4)[:, :, :3]
-        frame = preprocess(window, spec, cropped=True)
+        window = render_window(spec, (t * cs.width / cs.height, t))
+        light = self._view_dr.get("light")
+        lighting = None if light is None else Lighting(
+            direction=tuple(light["lightDirection"]), color=tuple(light["lightColor"]),
+            ambient=light["lightAmbientCoeff"], diffuse=light["lightDiffuseCoeff"], specular=light["lightSpecularCoeff"])
+        view = dataclasses.replace(cs, width=spec.crop[2], height=spec.crop[3])
+        window_rgb = self.sim.render_view(view, pose, window=window, lighting=lighting).rgb
+        frame = preprocess(np.asarray(window_rgb), spec, cropped=True)
         sigma = self._view_dr.get("pixel_noise", 0.0)
         if sigma > 0:
             frame = np.clip(frame + self._rng.normal(0.0, sigma, frame.shape), 0, 255).astype(np.uint8)
@@ -138,9 +109,6 @@ class BallPlatePixelsEnv(BallPlateEnv):
         self._view_dr = {}
         if self.dr is None:
             return
-        import pybullet as p
-
-        cid = self.sim.client_id
         d = rng.normal(size=3)
         d[2] = abs(d[2]) + 0.5
         self._view_dr["light"] = {
@@ -152,10 +120,12 @@ class BallPlatePixelsEnv(BallPlateEnv):
         }
         self._view_dr["camera"] = list(rng.uniform(-0.01, 0.01, 3)) + list(np.radians(rng.uniform(-1, 1, 3)))
         self._view_dr["pixel_noise"] = float(rng.uniform(0.0, 4.0))
-        for body, link, key in self._visual_shapes():
-            rgba = np.array(self._nominal_rgba[key], dtype=float)   # absolute: a reset without a rebuild never compounds
+        colors = {}
+        for key, nominal in self._nominal_rgba.items():
+            rgba = np.array(nominal, dtype=float)   # absolute: a reset without a rebuild never compounds
             rgba[:3] = np.clip(rgba[:3] * rng.uniform(0.85, 1.15, 3), 0.0, 1.0)
-            p.changeVisualShape(body, link, rgbaColor=list(rgba), physicsClientId=cid)
+            colors[key] = tuple(rgba)
+        self.sim.set_visual_colors(colors)
         self.episode_dr["view"] = {"light": self._view_dr["light"], "camera": [round(v, 5) for v in self._view_dr["camera"]],
                                    "pixel_noise": round(self._view_dr["pixel_noise"], 3)}
 

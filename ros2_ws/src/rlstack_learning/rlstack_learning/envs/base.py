@@ -24,7 +24,7 @@ import numpy as np
 
 from sim_bridges import make_backend
 
-from ..randomization import DomainRandomization, MuJoCoDynamics, PyBulletDynamics
+from ..randomization import DomainRandomization
 from rlstack_bundle.terms import ActTerm, ObsTerm, check_terms, io_descriptor
 
 #: Episode seeds drawn during training lie in [0, TRAIN_SEED_LIMIT).
@@ -72,11 +72,13 @@ class SimTaskEnv(gym.Env):
         self.sim = make_backend(backend, physics_rate_hz=physics_rate_hz,
                                 control_rate_hz=self.control_rate_hz, **kwargs)
         self.sim.load_scene(self.scene, **self.scene_options)
-        self._dynamics_cls = {"pybullet": PyBulletDynamics, "mujoco": MuJoCoDynamics}.get(backend)
-        self.dynamics = self._dynamics_cls(self.sim) if self._dynamics_cls is not None else None
-        if self.dr is not None and self.dr.changes_dynamics and self.dynamics is None:
-            from sim_bridges import NotSupported
-            raise NotSupported("mass/friction randomisation", self.scene, ["action delay", "observation noise"])
+        if self.dr is not None and self.dr.changes_dynamics:
+            try:
+                self.sim.dynamics_bodies()
+            except NotImplementedError:
+                from sim_bridges import NotSupported
+                raise NotSupported("mass/friction randomisation", self.scene,
+                                   ["action delay", "observation noise"]) from None
 
         obs_scale = np.array([t.scale for t in self.obs_terms], dtype=np.float64)
         self._obs_scale = obs_scale
@@ -99,9 +101,8 @@ class SimTaskEnv(gym.Env):
 
     def _reload_scene(self, **options: Any) -> None:
         """Load the task's scene again with ``options`` on top of ``scene_options`` (a variant: another
-        support), and re-read the bodies that domain randomisation and the task hold on to."""
+        support)."""
         self.sim.load_scene(self.scene, **{**self.scene_options, **options})
-        self.dynamics = self._dynamics_cls(self.sim) if self._dynamics_cls is not None else None
 
     def _task_reset(self, rng: np.random.Generator) -> None:
         """Task-specific randomisation after the backend reset (e.g. initial velocities)."""
@@ -191,10 +192,10 @@ class SimTaskEnv(gym.Env):
         dr = self.dr
         out: Dict[str, Any] = {}
         if dr.changes_dynamics:
-            bodies = self.dynamics.bodies
+            bodies = self.sim.dynamics_bodies()
             mass = {b: float(rng.uniform(*dr.mass_scale)) for b in bodies}
             friction = {b: float(rng.uniform(*dr.friction_scale)) for b in bodies}
-            self.dynamics.apply(mass, friction)
+            self.sim.set_dynamics_scale(mass, friction)
             out["mass_scale"] = [round(mass[b], 4) for b in bodies]
             out["friction_scale"] = [round(friction[b], 4) for b in bodies]
         lo, hi = dr.action_delay_steps

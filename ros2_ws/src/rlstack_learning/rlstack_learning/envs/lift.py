@@ -115,7 +115,6 @@ class PandaLiftEnv(SimTaskEnv):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        self._panda = self.dynamics.body_named(self.robot_name) if self.dynamics is not None else None
         names = list(self.sim.joint_names)
         self._fingers = [names.index(j) for j in FINGER_JOINTS]
         self._rest_z = self.rest_z
@@ -144,7 +143,7 @@ class PandaLiftEnv(SimTaskEnv):
         self._held = 0
 
     def ee_position(self) -> np.ndarray:
-        return self.dynamics.link_position(self._panda, "panda_grasptarget")
+        return np.array(self.sim.body_pose("panda_grasptarget").position)
 
     def _raw_obs(self) -> np.ndarray:
         # what each term's source reads (before its derive); the declared derive ops

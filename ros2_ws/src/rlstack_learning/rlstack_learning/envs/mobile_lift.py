@@ -152,7 +152,7 @@ class MobileLiftEnv(PandaLiftEnv):
     def ee_position(self) -> np.ndarray:
         """Grasp point in base_link (what tf_position base_link -> panda_grasptarget gives)."""
         bp, bq = self._base_pose()
-        return in_base_frame(bp, bq, self.dynamics.link_position(self._panda, EE_FRAME))
+        return in_base_frame(bp, bq, np.array(self.sim.body_pose(EE_FRAME).position))
 
     def target_pose(self):
         """The target cube's centre (position, quaternion xyzw) in base_link: /grasp_target's pose."""
@@ -163,7 +163,7 @@ class MobileLiftEnv(PandaLiftEnv):
     def _raw_obs(self) -> np.ndarray:
         # what each term's source reads (before its derive); the declared derive ops do the rest
         bp, bq = self._base_pose()
-        ee = in_base_frame(bp, bq, self.dynamics.link_position(self._panda, EE_FRAME))
+        ee = in_base_frame(bp, bq, np.array(self.sim.body_pose(EE_FRAME).position))
         cube = self.sim.ground_truth()[TARGET]
         c, q = in_base_frame(bp, bq, cube.pose.position, cube.pose.orientation)
         js = self.sim.joint_state()

@@ -205,7 +205,6 @@ class MobileLiftPerceivedEnv(MobileLiftEnv):
             # every reset of a stepped world anyway, so switching costs about what a reset does
             self._reload_scene(support=support, target_kind=kind)
             self.support, self.target_kind = support, kind
-            self._panda = self.dynamics.body_named(self.robot_name) if self.dynamics is not None else None
 
     def step(self, action):
         # What /arm/gripper carries after this step: the command just sent (it reaches the gripper
@@ -241,7 +240,7 @@ class MobileLiftPerceivedEnv(MobileLiftEnv):
 
     def _raw_obs(self) -> np.ndarray:
         bp, bq = self._base_pose()
-        ee = in_base_frame(bp, bq, self.dynamics.link_position(self._panda, "panda_grasptarget"))
+        ee = in_base_frame(bp, bq, np.array(self.sim.body_pose("panda_grasptarget").position))
         c, q = self.observed_target()
         js = self.sim.joint_state()
         read = {"ee_x": ee, "ee_y": ee, "ee_z": ee,
