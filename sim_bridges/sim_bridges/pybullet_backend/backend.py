@@ -178,8 +178,19 @@ class PyBulletBackend(BackendBase):
 
     @property
     def client_id(self) -> int:
-        """PyBullet physics client id (for benchmarks and debugging only)."""
+        """PyBullet physics client id: a test-only accessor (tests, benchmarks and one-off probes that
+        call PyBullet directly). Stack code goes through the contract; tests/test_backend_boundary.py
+        keeps it out of everything else."""
         return self._cid
+
+    def body_id(self, name: str) -> int:
+        """PyBullet body id of a robot, object, static body or the ground plane (``ground_plane``)
+        by name: a test-only accessor, used with :attr:`client_id`."""
+        self._check_loaded()
+        for body, body_name in self._body_names.items():
+            if body_name == name:
+                return body
+        raise ValueError(f"unknown body '{name}'; bodies: {sorted(self._body_names.values())}")
 
     def load_scene(self, name: str, **options: Any) -> None:
         """Build scene ``name`` and reset it with ``seed`` (option, default 0).

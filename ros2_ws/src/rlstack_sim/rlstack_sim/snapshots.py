@@ -4,7 +4,7 @@
 
 Writes ``<out>/<scene>_camera.png`` (the scene's first camera, through the backend's
 camera API, exactly what ``/<camera>/image_raw`` publishes) and ``<out>/<scene>_topdown.png``
-(a PyBullet camera placed above the scene, a map view: image right = world +x, image up = world +y).
+(a camera placed above the scene, a map view: image right = world +x, image up = world +y).
 PNGs are written with zlib + struct (no imaging library needed).
 """
 
@@ -43,19 +43,19 @@ def write_png(path: Path, rgb: np.ndarray) -> None:
 
 
 def top_down(sim, scene: str, width: int = 480, height: int = 360) -> np.ndarray:
-    """RGB image from a narrow-FOV PyBullet camera above the scene (PyBullet backends only)."""
-    import pybullet as p
+    """RGB image from a narrow-FOV camera above the scene, looking straight down (image up = world +y),
+    through the backend's ``render_view``."""
+    from sim_bridges.contract import Pose
+    from sim_bridges.robots.spec import CameraSpec
 
     (cx, cy, cz), extent = TOP_DOWN_VIEWS.get(scene, ((0.0, 0.0, 0.0), 6.0))
     fov = 30.0
     # the ground area spans `extent` across the image width
     dist = 0.5 * extent / math.tan(math.radians(0.5 * fov) * width / height)
-    eye = (cx, cy, cz + dist)
-    view = p.computeViewMatrix(eye, (cx, cy, cz), (0.0, 1.0, 0.0), physicsClientId=sim.client_id)
-    proj = p.computeProjectionMatrixFOV(fov, width / height, 0.1 * dist, dist + 5.0, physicsClientId=sim.client_id)
-    _, _, rgba, _, _ = p.getCameraImage(width, height, view, proj, renderer=p.ER_TINY_RENDERER,
-                                        flags=p.ER_NO_SEGMENTATION_MASK, physicsClientId=sim.client_id)
-    return np.asarray(rgba, dtype=np.uint8).reshape(height, width, 4)[:, :, :3]
+    # optical frame: z down (world -z), x = world +x, y (image down) = world -y: a half turn about x
+    view = CameraSpec(name="top_down", pose=Pose((cx, cy, cz + dist), (1.0, 0.0, 0.0, 0.0)), width=width,
+                      height=height, vfov_rad=math.radians(fov), near=0.1 * dist, far=dist + 5.0)
+    return np.asarray(sim.render_view(view).rgb)
 
 
 def render_scene(scene: str, out: Path, seed: int = 0, settle_steps: int = 30) -> list:

@@ -208,7 +208,8 @@ def test_odom_gyro_turns_the_odometry_with_a_base_that_turns_in_place_of_its_whe
         assert odo.configure(make_scene("home"), True)
         odo.reset(True)
         odo.get(0)
-    body, cid = sim._robots[0].body, sim._cid   # turn the base without its wheels: a slide
+    # turn the base without its wheels (a slide): raw PyBullet through the test-only accessors
+    body, cid = sim.body_id(sim.scene_spec.robots[0].name), sim.client_id
     pos, orn = p.getBasePositionAndOrientation(body, physicsClientId=cid)
     yaw0 = p.getEulerFromQuaternion(orn)[2]
     p.resetBasePositionAndOrientation(body, pos, p.getQuaternionFromEuler((0, 0, yaw0 + 0.04)), physicsClientId=cid)
@@ -251,12 +252,10 @@ def test_fingers_held_shut_are_reported_with_what_holds_them(home):
     import pybullet as p
 
     sim, cmd, stepper, log, _, _ = home
-    robot, cid = sim._arm, sim._cid
-    fingers = [robot.joints[n].index for n in robot.spec.arm.finger_joints]
+    cid = sim.client_id   # the test-only accessor: the blocks below are raw PyBullet bodies
 
     def finger_positions():
-        return [np.array(p.getLinkState(robot.body, f, computeForwardKinematics=1, physicsClientId=cid)[4])
-                for f in fingers]
+        return [np.array(sim.body_pose(link).position) for link in ("panda_leftfinger", "panda_rightfinger")]
 
     cmd.gripper(False)
     stepper.run(120, lambda: None)
