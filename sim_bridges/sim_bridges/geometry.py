@@ -10,6 +10,8 @@ from typing import Sequence, Tuple
 
 import numpy as np
 
+from rlstack_bundle.frames import quat_to_matrix as _quat_to_matrix
+
 from .contract import CameraIntrinsics, Pose
 
 __all__ = [
@@ -29,15 +31,9 @@ __all__ = [
 
 
 def quat_to_matrix(q: Sequence[float]) -> np.ndarray:
-    """3x3 rotation matrix of a unit quaternion xyzw."""
-    x, y, z, w = (float(v) for v in q)
-    return np.array(
-        [
-            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
-        ]
-    )
+    """3x3 rotation matrix of a unit quaternion xyzw (``rlstack_bundle.frames.quat_to_matrix``,
+    taken as unit: the simulator's own poses, unchecked)."""
+    return _quat_to_matrix(q, normalize=False)
 
 
 def matrix_to_quat(m: np.ndarray) -> np.ndarray:

@@ -1,5 +1,7 @@
-"""Frame math shared by training, the policy node and the mission: quaternions (x, y, z, w),
-yaw, and pose composition along a TF tree. Pure Python + math (no numpy, no rclpy).
+"""Frame math shared by training, the policy node, the mission, perception, navigation and the
+simulator backends: quaternions (x, y, z, w), rotation matrices, yaw, and pose composition along a
+TF tree. Pure Python + math (no rclpy); :func:`quat_to_matrix` returns a numpy array (imported
+when it is first called).
 
 The ``tf_position`` derive op (:mod:`rlstack_bundle.derive`) composes a chain with
 :func:`compose`; the mission (``rlstack_mission.frames``) uses :func:`walk_up` for its own
@@ -19,6 +21,30 @@ def yaw(q: Sequence[float]) -> float:
     """Yaw (about z) of a unit quaternion (x, y, z, w)."""
     x, y, z, w = (float(v) for v in q)
     return math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+
+
+def quat_to_matrix(q: Sequence[float], normalize: bool = True):
+    """3x3 rotation matrix (numpy) of the quaternion ``(x, y, z, w)``.
+
+    ``normalize`` (default): any non-zero quaternion, scaled by its squared norm; ``ValueError`` for
+    a zero or non-finite one (what a message from outside may carry). ``normalize=False``: the
+    quaternion is taken as unit and nothing is checked (a simulator's own poses, on its hot path).
+    """
+    import numpy as np
+
+    x, y, z, w = (float(v) for v in q)
+    if normalize:
+        n = x * x + y * y + z * z + w * w
+        if n < 1e-12 or not math.isfinite(n):
+            raise ValueError("invalid quaternion: zero or not finite")
+        s = 2.0 / n
+    else:
+        s = 2
+    return np.array([
+        [1 - s * (y * y + z * z), s * (x * y - z * w), s * (x * z + y * w)],
+        [s * (x * y + z * w), 1 - s * (x * x + z * z), s * (y * z - x * w)],
+        [s * (x * z - y * w), s * (y * z + x * w), 1 - s * (x * x + y * y)],
+    ])
 
 
 def wrap_quarter(angle: float) -> float:

@@ -21,21 +21,8 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
+from rlstack_bundle.frames import quat_to_matrix  # noqa: F401 - the navigation modules import it from here
 from rlstack_nav.grid import OccupancyGrid
-
-
-def quat_to_matrix(q: Sequence[float]) -> np.ndarray:
-    """(x, y, z, w) quaternion -> 3x3 rotation matrix."""
-    x, y, z, w = (float(v) for v in q)
-    n = x * x + y * y + z * z + w * w
-    if n < 1e-12 or not math.isfinite(n):
-        raise ValueError("invalid quaternion")
-    s = 2.0 / n
-    return np.array([
-        [1 - s * (y * y + z * z), s * (x * y - z * w), s * (x * z + y * w)],
-        [s * (x * y + z * w), 1 - s * (x * x + z * z), s * (y * z - x * w)],
-        [s * (x * z - y * w), s * (y * z + x * w), 1 - s * (x * x + y * y)],
-    ])
 
 
 def yaw_from_quat(q: Sequence[float]) -> float:

@@ -6,19 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-
-def quat_to_matrix(q) -> np.ndarray:
-    """Rotation matrix of a unit quaternion ``(x, y, z, w)``."""
-    x, y, z, w = (float(v) for v in q)
-    n = x * x + y * y + z * z + w * w
-    if n < 1e-12:
-        raise ValueError("zero quaternion")
-    s = 2.0 / n
-    return np.array([
-        [1 - s * (y * y + z * z), s * (x * y - z * w), s * (x * z + y * w)],
-        [s * (x * y + z * w), 1 - s * (x * x + z * z), s * (y * z - x * w)],
-        [s * (x * z - y * w), s * (y * z + x * w), 1 - s * (x * x + y * y)],
-    ])
+from rlstack_bundle.frames import quat_to_matrix
 
 
 class FrameError(ValueError):

@@ -36,6 +36,8 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from rlstack_bundle.frames import wrap_quarter
+
 from .frame import Frame
 
 TARGET_NOT_VISIBLE = "TARGET_NOT_VISIBLE"
@@ -109,12 +111,6 @@ def in_frame(estimate: GraspPose, rotation: np.ndarray, translation: np.ndarray)
     return dataclasses.replace(estimate, centre=r @ estimate.centre + t,
                                yaw=wrap_quarter(estimate.yaw + dyaw),
                                support_height=float(estimate.support_height + t[2]))
-
-
-def wrap_quarter(yaw: float) -> float:
-    """An angle mod 90 deg, in [-pi/4, pi/4)."""
-    q = math.pi / 2.0
-    return (yaw + q / 2.0) % q - q / 2.0
 
 
 def convex_hull(points: np.ndarray) -> np.ndarray:
