@@ -46,6 +46,7 @@ from sensor_msgs.msg import Image, JointState
 from tf2_msgs.msg import TFMessage
 
 from rlstack_common.fast_lane import DirectClient
+from rlstack_common.spin import Deadline, spin_until
 from rlstack_interfaces.srv import SimStep, SimStepBatch
 from rlstack_testing.domain import lease_domain_id
 from rlstack_testing.processes import ProcessGroup
@@ -94,11 +95,7 @@ class Client:
         self.executor.add_node(self.node)
 
     def spin_until(self, predicate, timeout: float, what: str) -> None:
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"timed out waiting for {what}")
-            self.executor.spin_once(timeout_sec=0.05)
+        spin_until(self.executor, predicate, timeout, what, step=0.05)
 
     def close(self) -> None:
         self.executor.shutdown(timeout_sec=1.0)
@@ -232,8 +229,8 @@ def bench_camera(seconds: float, camera_rate_hz: float) -> dict:
                 v.clear()
             stats = ProcStats(proc.pid)
             cpu0, w0 = stats.cpu_s(), time.perf_counter()
-            end = time.monotonic() + seconds
-            client.spin_until(lambda: time.monotonic() >= end, seconds + 5, "the window")
+            window = Deadline(seconds)
+            client.spin_until(window.expired, seconds + 5, "the window")
             wall = time.perf_counter() - w0
             cpu_pct = 100.0 * (stats.cpu_s() - cpu0) / wall
 

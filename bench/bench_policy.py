@@ -37,6 +37,7 @@ from rclpy.experimental import EventsExecutor
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 
+from rlstack_common.spin import spin_for, spin_until
 from rlstack_testing.domain import lease_domain_id
 from rlstack_testing.processes import ProcessGroup
 
@@ -81,16 +82,10 @@ class BenchClient:
                 self.diag = {kv.key: kv.value for kv in st.values}
 
     def spin_until(self, predicate, timeout: float, what: str) -> None:
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"timed out waiting for {what}")
-            self.executor.spin_once(timeout_sec=self.spin_step_s)
+        spin_until(self.executor, predicate, timeout, what, step=self.spin_step_s)
 
     def spin_for(self, seconds: float) -> None:
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            self.executor.spin_once(timeout_sec=0.01)
+        spin_for(self.executor, seconds, step=0.01)
 
     def close(self) -> None:
         self.executor.shutdown(timeout_sec=1.0)

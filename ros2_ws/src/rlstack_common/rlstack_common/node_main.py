@@ -45,6 +45,8 @@ from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedE
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
+from rlstack_common.spin import Deadline
+
 #: how often the spin loop looks at the stop flag, s (a callback in progress finishes first)
 _POLL_S = 0.1
 
@@ -194,8 +196,8 @@ def spin_until_stopped(node: Node, executor: Executor, stop: StopFlag, drain_s: 
         return
     request()
     pending = getattr(node, "shutdown_pending", lambda: False)
-    deadline = time.monotonic() + drain_s
-    while pending() and time.monotonic() < deadline and rclpy.ok():
+    deadline = Deadline(drain_s)
+    while pending() and not deadline.expired() and rclpy.ok():
         executor.spin_once(timeout_sec=0.02)
 
 

@@ -21,6 +21,7 @@ import math
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from rlstack_common.spin import Deadline
 from rlstack_sim.commands import (BaseStallMonitor, CommandRejected, GripperStallMonitor, JointBounds, RejectLog,
                                   VelocityLimiter, Watchdog, clip_ee_delta, hold_targets, validate_joint_targets,
                                   validate_scalar, validate_twist)
@@ -405,8 +406,8 @@ class Stepper:
         """Run steps for FAST_SLICE_S of wall time, publishing inside."""
         if self.paused:
             return
-        end = time.monotonic() + FAST_SLICE_S
-        while time.monotonic() < end:
+        deadline = Deadline(FAST_SLICE_S)
+        while not deadline.expired():
             self.run(min(self.steps_to_next_publication(), 240), publish_due, publish_inside=True)
 
 

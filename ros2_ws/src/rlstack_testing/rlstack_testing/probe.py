@@ -8,13 +8,14 @@ is awaited through graph counts (publishers, subscribers, services), never by sl
 
 from __future__ import annotations
 
-import time
 from collections import deque
 from typing import Any, Callable, TypeVar
 
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import QoSProfile, qos_profile_system_default
+
+from rlstack_common.spin import spin_for, spin_until
 
 T = TypeVar("T")
 QoS = QoSProfile | int
@@ -58,20 +59,11 @@ class RosProbe:
     # ------------------------------------------------------------------ waiting
     def spin_until(self, predicate: Callable[[], bool], timeout: float, what: str) -> None:
         """Spin the probe until ``predicate()`` is true; raise TimeoutError naming ``what``."""
-        deadline = time.monotonic() + timeout
-        while True:
-            if predicate():
-                return
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError(f"timed out after {timeout:g} s waiting for {what}")
-            self.executor.spin_once(timeout_sec=min(0.05, remaining))
+        spin_until(self.executor, predicate, timeout, what, step=0.05)
 
     def spin_for(self, seconds: float) -> None:
         """Process callbacks for a fixed time (to observe that something does NOT happen)."""
-        deadline = time.monotonic() + seconds
-        while (remaining := deadline - time.monotonic()) > 0:
-            self.executor.spin_once(timeout_sec=min(0.05, remaining))
+        spin_for(self.executor, seconds, step=0.05)
 
     def wait_for_publishers(self, topic: str, count: int = 1, timeout: float = 15.0) -> None:
         self.spin_until(lambda: self.node.count_publishers(topic) >= count, timeout,

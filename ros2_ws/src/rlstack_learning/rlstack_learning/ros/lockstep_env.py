@@ -71,6 +71,8 @@ import gymnasium as gym
 import numpy as np
 
 from rlstack_common.fast_lane import DirectClient
+from rlstack_common.spin import Deadline
+from rlstack_common.spin import spin_until as _spin_until
 
 from ..checkpoints import TrainingInterrupted
 from ..envs import ENVS, TRAIN_SEED_LIMIT
@@ -110,14 +112,8 @@ def make_executor(context):
 def spin_until(executor, should_stop, predicate, timeout: float, what: str) -> None:
     """Spin ``executor`` until ``predicate()``; LockstepInterrupted when ``should_stop()``,
     LockstepError after ``timeout`` seconds (shared by the single and the batched lockstep env)."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if should_stop():
-            raise LockstepInterrupted(f"stopped while waiting for {what}")
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise LockstepError(f"timed out after {timeout:g} s waiting for {what}")
-        executor.spin_once(timeout_sec=min(0.1, remaining))
+    _spin_until(executor, predicate, timeout, what, step=0.1, should_stop=should_stop, error=LockstepError,
+                stopped=LockstepInterrupted)
 
 
 def direct_call(client, request, timeout: float, should_stop, what: str):
@@ -378,10 +374,10 @@ class LockstepEnv(gym.Env):
                 raise LockstepError(f"the bridge rejected the command {command.tolist()} carried in the step request "
                                     "(see its log: non-finite or out of range)")
         elif self.verify == "before":
-            deadline = time.monotonic() + self.sync_timeout_s
+            deadline = Deadline(self.sync_timeout_s)
             while self._step_call(0).commands_received < self.published:
                 self.sync_calls += 1
-                if time.monotonic() > deadline:
+                if deadline.expired():
                     raise LockstepError(
                         f"the bridge reports fewer accepted commands than the {self.published} published since reset "
                         f"after {self.sync_timeout_s:g} s (a command rejected as invalid, or a second publisher?)")
