@@ -7,25 +7,15 @@ the sim_bridges dataclasses.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Sequence
 
+from rlstack_common.param_table import Param
 from sim_bridges.sensor_noise import DepthNoise
 from sim_bridges.wheel_odometry import OdometryErrors
 
 from rlstack_sim.config import MODES
 
 __all__ = ["Param", "bridge_parameters", "depth_noise", "odometry_errors"]
-
-
-@dataclass(frozen=True)
-class Param:
-    name: str
-    default: Any
-    description: str
-    min_value: Optional[float] = None
-    max_value: Optional[float] = None
-    constraints: str = ""
 
 
 def bridge_parameters(scenes: Sequence[str], backends: Sequence[str]) -> List[Param]:
