@@ -44,7 +44,7 @@ def record(n_frames: int):
     frames = []
     with make_backend("pybullet", physics_rate_hz=240, control_rate_hz=60) as sim:
         sim.load_scene("home")
-        spec = next(r for r in sim._spec.robots if r.diff_drive is not None).diff_drive  # noqa: SLF001
+        spec = next(r for r in sim.scene_spec.robots if r.diff_drive is not None).diff_drive
         odo = WheelOdometry(spec.wheel_radius, spec.track_width, OdometryErrors(), seed=1)
         truth0 = robot_pose(sim)
         odo.reset(truth0)

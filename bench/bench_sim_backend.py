@@ -37,7 +37,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "sim_bridges"))
 import pybullet as p  # noqa: E402
 
 from sim_bridges.pybullet_backend import PyBulletBackend  # noqa: E402
-from sim_bridges.pybullet_backend.camera import view_matrix  # noqa: E402
+from sim_bridges.pybullet_backend.camera import fov_projection, view_matrix  # noqa: E402
 
 SCENES = ("cartpole", "ball_plate", "panda_table", "home")
 
@@ -102,13 +102,14 @@ def bench_camera(scene: str, n_frames: int, repeats: int) -> dict:
     sim.load_scene(scene)
     sim.reset(0)
     name = sim.camera_names[0]
-    cam = sim._cameras[name]  # benchmark-only peek, to call the raw API with identical matrices
-    spec = cam.spec
-    view = view_matrix(cam.optical_pose())
+    # the raw call gets the camera's own matrices: its pose and PyBullet's projection of its spec
+    spec = sim.camera_spec(name)
+    view = view_matrix(sim.camera_pose(name))
+    projection = fov_projection(spec, sim.client_id)
 
     def raw(n: int) -> None:
         for _ in range(n):
-            p.getCameraImage(spec.width, spec.height, viewMatrix=view, projectionMatrix=cam._projection,
+            p.getCameraImage(spec.width, spec.height, viewMatrix=view, projectionMatrix=projection,
                              renderer=p.ER_TINY_RENDERER, flags=p.ER_NO_SEGMENTATION_MASK, shadow=0,
                              physicsClientId=sim.client_id)
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 import re
 from pathlib import Path
-from typing import Iterator, List, Tuple
+from typing import Dict, Iterator, List, Tuple
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -31,20 +31,10 @@ BACKEND_NAMES = {"sim", "_sim", "backend", "_backend", "simulator"}
 #: where raw PyBullet on a backend's client is allowed (test-only accessors)
 CLIENT_ALLOWED = re.compile(r"(^|/)(test|tests|bench)/")
 
-#: Known crossings in files whose owners still have to move them to the contract, each with the
-#: contract call that replaces it. The test fails when one is fixed and still listed here, so the
-#: list only shrinks.
-PENDING = {
-    ("ros2_ws/src/rlstack_localization/rlstack_localization/evaluate.py", "sim._spec"):
-        "sim.scene_spec (BackendBase.scene_spec)",
-    ("bench/bench_localizer.py", "sim._spec"): "sim.scene_spec",
-    ("bench/bench_sim_backend.py", "sim._cameras"):
-        "sim.camera_spec(name), sim.camera_pose(name) and pybullet_backend.camera.fov_projection(spec, client)",
-    ("ros2_ws/src/rlstack_perception/rlstack_perception/simtools.py", "client_id"):
-        "sim.render_view(spec) instead of PyBulletCamera(spec, sim.client_id).render(sim.sim_time)",
-    ("ros2_ws/src/rlstack_perception/rlstack_perception/evaluate_grasp_pose.py", "client_id"):
-        "sim.render_view(spec) instead of PyBulletCamera(spec, sim.client_id).render(sim.sim_time)",
-}
+#: Known crossings still to be moved to the contract, ``(path, what) -> the contract call that
+#: replaces it``. Empty: every caller uses the contract. The test fails when a listed one is fixed
+#: and still listed here, so the list only shrinks.
+PENDING: Dict[Tuple[str, str], str] = {}
 
 
 def _python_files() -> Iterator[Path]:

@@ -517,6 +517,28 @@ def test_render_view_of_a_scene_camera_matches_its_frame(scene_cache):
             bad()
 
 
+def test_scene_spec_describes_the_loaded_scene(make_backend):
+    """scene_spec: None before a scene is loaded, then the loaded scene's description (what an
+    evaluator reads a robot's kinematics from instead of the backend's internals), replaced by the
+    next load_scene."""
+    sim = make_backend()
+    assert sim.scene_spec is None
+    sim.load_scene("home")
+    spec = sim.scene_spec
+    assert spec.name == sim.scene_name == "home"
+    assert {o.name for o in spec.objects} == set(sim.ground_truth())
+    cameras = {c.name: c for c in spec.cameras + tuple(c for r in spec.robots for c in r.cameras)}
+    assert set(cameras) == set(sim.camera_names) != set()
+    for name, described in cameras.items():
+        built = sim.camera_spec(name)
+        assert (built.width, built.height, built.vfov_rad) == (described.width, described.height, described.vfov_rad)
+    drive = next(r for r in spec.robots if r.diff_drive is not None).diff_drive
+    assert {drive.left_wheel_joint, drive.right_wheel_joint} <= set(sim.joint_names)
+    sim.load_scene("cartpole")
+    assert sim.scene_spec.name == sim.scene_name == "cartpole"
+    assert all(r.diff_drive is None for r in sim.scene_spec.robots)
+
+
 def test_dynamics_scale_changes_what_the_physics_does_and_restores_it(make_backend):
     """A heavier cube pushes the cube it hits further, a slipperier one slides another way, and the
     scale is absolute ({} restores the nominal trajectory): the scale reaches the physics on every

@@ -85,7 +85,7 @@ def evaluate(goals: int = 20, seed: int = 0, use_localizer: bool = True, drift_s
         goal_list = sample_goals(nav, sim, goals, seed)
         contacts = ContactMonitor(sim)
         boxes = sim.static_occupancy()
-        spec = next(r for r in sim._spec.robots if r.diff_drive is not None).diff_drive   # noqa: SLF001
+        spec = next(r for r in sim.scene_spec.robots if r.diff_drive is not None).diff_drive
         odo = WheelOdometry(spec.wheel_radius, spec.track_width, errors, seed=seed)
         truth0 = robot_pose(sim)
         odo.reset(truth0)

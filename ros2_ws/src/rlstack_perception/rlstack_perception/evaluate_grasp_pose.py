@@ -47,12 +47,11 @@ def head_camera_in_base(sim) -> tuple:
 def _render(sim, rotation, translation, intrinsics):
     from sim_bridges.contract import Pose
     from sim_bridges.geometry import matrix_to_quat
-    from sim_bridges.pybullet_backend.camera import PyBulletCamera
     from sim_bridges.robots.spec import CameraSpec
 
     spec = CameraSpec("grasp_view", Pose(translation.tolist(), list(matrix_to_quat(rotation))),
                       width=intrinsics.width, height=intrinsics.height, near=0.1, far=12.0)
-    return PyBulletCamera(spec, sim.client_id).render(sim.sim_time)
+    return sim.render_view(spec, spec.pose)
 
 
 class HeadView(NamedTuple):

@@ -1,7 +1,7 @@
 """In-process PyBullet helpers for evaluation, dataset rendering and benchmarks (never the node).
 
-* :func:`render_view` renders the scene from any optical pose with the same camera model as
-  the backend's cameras (``PyBulletCamera`` with no mount).
+* :func:`render_view` renders the scene from any optical pose through the backend contract's
+  ``render_view`` (the camera model of the backend's own cameras).
 * :func:`gt_masks` labels pixels whose back-projected point lies inside an object's true
   geometry (box/sphere/cylinder from ``ground_truth()``; a mesh object's bounding box), so masks
   need no simulator ids.
@@ -19,12 +19,12 @@ from rlstack_perception.frame import Frame, quat_to_matrix
 
 
 def render_view(sim, eye, target, width: int = 320, height: int = 240) -> Frame:
+    """The scene seen from ``eye`` looking at ``target`` (world frame), ``width`` x ``height``."""
     from sim_bridges.geometry import look_at_optical
-    from sim_bridges.pybullet_backend.camera import PyBulletCamera
     from sim_bridges.robots.spec import CameraSpec
 
     spec = CameraSpec("eval_view", look_at_optical(eye, target), width=width, height=height, near=0.05, far=10.0)
-    return Frame.from_camera_frame(PyBulletCamera(spec, sim.client_id).render(sim.sim_time))
+    return Frame.from_camera_frame(sim.render_view(spec, spec.pose))
 
 
 def label_of(state) -> str:
