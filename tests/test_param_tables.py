@@ -39,14 +39,11 @@ NODE_SOURCES = {
                               "ROBOT_STATE_PUBLISHER"),
     "smoke_talker": ("rlstack_smoke/rlstack_smoke/talker_node.py", "SMOKE_TALKER"),
     "smoke_map": ("rlstack_smoke/rlstack_smoke/map_node.py", "SMOKE_MAP"),
-}
-
-#: modules that still declare parameters one call at a time (no table yet); the list only shrinks
-NOT_YET_TABLES = {
-    "rlstack_learning/rlstack_learning/ros/train_node.py",
-    "rlstack_sim/rlstack_sim/batch_bridge.py",
-    "rlstack_sim/rlstack_sim/ground_truth_grasp_target.py",
-    "rlstack_testing/rlstack_testing/echo_node.py",
+    "train_node": ("rlstack_learning/rlstack_learning/ros/train_node.py", "TRAIN_NODE"),
+    "batch_bridge": ("rlstack_sim/rlstack_sim/batch_bridge.py", "batch_bridge_parameters"),
+    "ground_truth_grasp_target": ("rlstack_sim/rlstack_sim/ground_truth_grasp_target.py",
+                                  "GROUND_TRUTH_GRASP_TARGET"),
+    "echo_node": ("rlstack_testing/rlstack_testing/echo_node.py", "ECHO_NODE"),
 }
 
 #: params files whose purpose is to set values other than the defaults: file -> the names they may change
@@ -74,12 +71,6 @@ def params_file_node(name: str) -> str:
     return "policy_node" if name.startswith("policy_") else name[: -len(".yaml")]
 
 
-def declared_names(node: str):
-    if node in gen_reference.TABLES:
-        return {p.name for p in gen_reference.table(node)}
-    return {row[0] for row in gen_reference.params_rows(node)}
-
-
 @pytest.mark.parametrize("node", sorted(gen_reference.TABLES))
 def test_table_is_well_formed(node):
     table = gen_reference.table(node)
@@ -97,26 +88,19 @@ def test_every_node_declares_from_its_table():
                  for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Call)}
         assert "declare_all" in calls and table_name in text, f"{rel} does not declare from {table_name}"
         assert "declare_parameter" not in calls, f"{rel} still declares a parameter by itself"
-    # every other module that declares parameters is a known node without a table yet
+    # no other module declares parameters one call at a time
     declaring = {str(p.relative_to(SRC)) for p in SRC.glob("*/*/**/*.py")
                  if "/test/" not in str(p) and re.search(r"\bdeclare_parameter\(\s*self\b|= lambda .*declare_parameter"
                                                           r"|self\.declare_parameter\(", p.read_text())}
-    new = declaring - NOT_YET_TABLES
-    assert not new, f"declare from a table (rlstack_common.param_table): {sorted(new)}"
-    gone = {rel for rel in NOT_YET_TABLES if rel not in declaring}
-    assert not gone, f"{sorted(gone)} declare from a table now: drop them from NOT_YET_TABLES"
+    assert not declaring, f"declare from a table (rlstack_common.param_table): {sorted(declaring)}"
 
 
 @pytest.mark.parametrize("path", sorted(PARAMS.glob("*.yaml")), ids=lambda p: p.name)
 def test_params_file_agrees_with_the_table(path):
     node = params_file_node(path.name)
-    assert node in gen_reference.TABLES or node in gen_reference.AST_NODES, f"no node '{node}' for {path.name}"
+    assert node in gen_reference.TABLES, f"no node '{node}' for {path.name}"
     for key, values in load_params_yaml(str(path)).items():
         assert key in ("/**", node), f"{path.name}: section '{key}' is neither /** nor {node}"
-        if node not in gen_reference.TABLES:   # no table yet: the names at least are declared
-            unknown = set(values) - declared_names(node) - {"use_sim_time"}
-            assert not unknown, f"{path.name}: not parameters of {node}: {sorted(unknown)}"
-            continue
         table = gen_reference.table(node)
         problems = check_values(table, values)
         assert not problems, f"{path.name}: " + "; ".join(problems)
@@ -149,7 +133,9 @@ def test_launch_file_parameters_agree_with_the_tables(path):
     problems = []
     for spec in _launch_nodes(raw):
         node = spec.get("name")
-        if node not in gen_reference.TABLES and node not in gen_reference.AST_NODES:
+        if node not in gen_reference.TABLES:
+            if str(spec.get("pkg", "")).startswith("rlstack_"):
+                problems.append(f"{node}: no parameter table (tools/gen_reference.py TABLES)")
             continue
         file_values, explicit = {}, {}
         for item in spec.get("param") or []:
@@ -164,10 +150,6 @@ def test_launch_file_parameters_agree_with_the_tables(path):
                 continue   # a required argument, or one found at launch time (a share path): nothing to compare
             text = str(args[via.group(1)]) if via else value
             explicit[item["name"]] = (yaml.safe_load(text) if text else "", bool(via))   # as ROS 2 launch reads it
-        if node not in gen_reference.TABLES:
-            unknown = set(explicit) - declared_names(node) - {"use_sim_time"}
-            problems += [f"{node}: {n} is not a parameter" for n in sorted(unknown)]
-            continue
         table = gen_reference.table(node)
         defaults = {p.name: p.default for p in table}
         problems += [f"{node}: {p}" for p in check_values(table, {n: v for n, (v, _) in explicit.items()})]

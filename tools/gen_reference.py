@@ -13,9 +13,8 @@ The pages under ``docs/reference/`` hold marked blocks::
 
 ``params NODE`` is the table of every parameter NODE declares: name, default, range, description.
 It is read from the node's parameter table (:data:`TABLES`: a list of
-``rlstack_common.param_table.Param`` in the ``parameters`` module of the node's package, the one the
-node declares from) or, for the nodes in :data:`AST_NODES` that do not have one yet, from the
-``declare_parameter(...)`` calls in the node's source (read with ``ast``; nothing is started).
+``rlstack_common.param_table.Param`` in a parameters module of the node's package, the one the
+node declares from; importing it starts nothing).
 ``launch-args FILE`` is the table of the arguments a launch file
 declares, read by ``rlstack_launch.launch_file.load`` (the runner's own parser).
 
@@ -28,20 +27,16 @@ declares, read by ``rlstack_launch.launch_file.load`` (the runner's own parser).
 from __future__ import annotations
 
 import argparse
-import ast
-import math
 import re
 import sys
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
-SRC = ROOT / "ros2_ws" / "src"
 REFERENCE = ROOT / "docs" / "reference"
 BLOCK = re.compile(r"(<!-- generated: (\S+) (\S+) -->\n)(.*?)(<!-- end generated -->)", re.S)
 
 Row = Tuple[str, str, str, str]   # name, default, range, description
-
 
 
 def _bridge_table() -> List[Any]:
@@ -50,6 +45,14 @@ def _bridge_table() -> List[Any]:
     from sim_bridges.scenes import scene_names
 
     return bridge_parameters(scene_names(), backend_names())
+
+
+def _batch_bridge_table() -> List[Any]:
+    from rlstack_sim.batch_parameters import batch_bridge_parameters
+    from sim_bridges import backend_names
+    from sim_bridges.scenes import scene_names
+
+    return batch_bridge_parameters(scene_names(), backend_names())
 
 
 # Node -> its parameter table: "module:ATTRIBUTE" (a list of Param) or a function returning the list.
@@ -68,14 +71,15 @@ TABLES: Dict[str, Any] = {
     "robot_state_publisher": "rlstack_description.parameters:ROBOT_STATE_PUBLISHER",
     "smoke_talker": "rlstack_smoke.parameters:SMOKE_TALKER",
     "smoke_map": "rlstack_smoke.parameters:SMOKE_MAP",
+    "train_node": "rlstack_learning.parameters:TRAIN_NODE",
+    "batch_bridge": _batch_bridge_table,
+    "ground_truth_grasp_target": "rlstack_sim.grasp_target_parameters:GROUND_TRUTH_GRASP_TARGET",
+    "echo_node": "rlstack_testing.parameters:ECHO_NODE",
 }
 
-# Nodes without a table yet, read from their declare_parameter calls: node -> source file.
-AST_NODES: Dict[str, str] = {
-    "train_node": "rlstack_learning/rlstack_learning/ros/train_node.py",
-    "batch_bridge": "rlstack_sim/rlstack_sim/batch_bridge.py",
-}
-DECLARERS = {"p", "d", "declare_parameter"}
+# Nodes read from their declare_parameter calls: none (every node declares from a table). Empty, and
+# kept for tools/check_docs.py, which still lists it.
+AST_NODES: Dict[str, str] = {}
 
 
 def _fmt(value: Any) -> str:
@@ -99,72 +103,6 @@ def _range(lo: Any, hi: Any, constraints: str = "") -> str:
     return "; ".join(parts)
 
 
-def _resolvers(node: str) -> Dict[str, Any]:
-    """Names a node's declarations use in defaults and ranges, with their values."""
-    return {"math": math}
-
-
-def _value(expr: ast.expr, resolvers: Dict[str, Any]) -> Any:
-    try:
-        return ast.literal_eval(expr)
-    except ValueError:
-        pass
-    try:   # names of the node's defaults objects, math, arithmetic: evaluated without builtins
-        return eval(compile(ast.Expression(expr), "<declaration>", "eval"), {"__builtins__": {}}, dict(resolvers))
-    except Exception:  # noqa: BLE001 -- anything else is shown as written
-        return ast.unparse(expr)
-
-
-def _text(expr: Optional[ast.expr], resolvers: Dict[str, Any]) -> str:
-    if expr is None:
-        return ""
-    value = _value(expr, resolvers)
-    return value if isinstance(value, str) else ast.unparse(expr)
-
-
-def ast_params(node: str, path: Path) -> List[Row]:
-    """Rows from the ``p(...)``/``d(...)``/``declare_parameter(self, ...)`` calls of ``path``."""
-    tree = ast.parse(path.read_text())
-    resolvers = _resolvers(node)
-    for stmt in tree.body:   # module-level constants (MAX_ENVS = 64, or imported) for ranges written with them
-        if isinstance(stmt, ast.ImportFrom) and (stmt.module or "").startswith(("rlstack_", "sim_bridges")):
-            wanted = [a for a in stmt.names if a.name.isupper()]
-            if wanted:
-                import importlib
-
-                module = importlib.import_module(stmt.module)
-                for a in wanted:
-                    value = getattr(module, a.name, None)
-                    if isinstance(value, (int, float)) and not isinstance(value, bool):
-                        resolvers[a.asname or a.name] = value
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-            value = _value(stmt.value, resolvers)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                resolvers[stmt.targets[0].id] = value
-    rows: Dict[str, Row] = {}
-    for call in ast.walk(tree):
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in DECLARERS):
-            continue
-        args = list(call.args[1:] if call.func.id == "declare_parameter" else call.args)
-        if len(args) < 2 or not (isinstance(args[0], ast.Constant) and isinstance(args[0].value, str)):
-            continue
-        kw = {k.arg: k.value for k in call.keywords}
-        name = args[0].value
-        default = _value(args[1], resolvers)
-        description = _text(args[2] if len(args) > 2 else kw.get("description"), resolvers)
-        lo = _value(kw["min_value"], resolvers) if "min_value" in kw else None
-        hi = _value(kw["max_value"], resolvers) if "max_value" in kw else None
-        if isinstance(lo, str) or isinstance(hi, str):   # an expression: show it as written
-            rng = f"{lo} .. {hi}"
-        else:
-            rng = _range(lo, hi)
-        constraints = _text(kw.get("constraints"), resolvers)
-        if constraints:
-            rng = "; ".join(x for x in (rng, constraints) if x)
-        rows.setdefault(name, (name, _fmt(default), rng, description))
-    return list(rows.values())
-
-
 def table(node: str) -> List[Any]:
     """The parameter table of ``node`` (KeyError for a node without one)."""
     import importlib
@@ -184,14 +122,9 @@ def table_rows(node: str) -> List[Row]:
 
 
 def params_rows(node: str) -> List[Row]:
-    if node in TABLES:
-        return table_rows(node)
-    if node not in AST_NODES:
-        raise KeyError(f"no parameter source known for node '{node}' (tools/gen_reference.py TABLES or AST_NODES)")
-    path = SRC / AST_NODES[node]
-    if not path.is_file():
-        raise KeyError(f"node '{node}': {path.relative_to(ROOT)} does not exist")
-    return ast_params(node, path)
+    if node not in TABLES:
+        raise KeyError(f"no parameter table known for node '{node}' (tools/gen_reference.py TABLES)")
+    return table_rows(node)
 
 
 def params_table(node: str) -> str:

@@ -18,9 +18,11 @@ from rclpy.clock import Clock as RosClock
 from rclpy.clock import ClockType
 from rclpy.node import Node
 
-from rlstack_common import declare_parameter, run_node
+from rlstack_common import run_node
+from rlstack_common.param_table import declare_all
 from rlstack_interfaces.srv import SimStepBatch
-from rlstack_sim.batch import MAX_ENVS, BatchSims
+from rlstack_sim.batch import BatchSims
+from rlstack_sim.batch_parameters import batch_bridge_parameters
 from rlstack_sim.config import ConfigError, RateMeter, check_choice, steps_per_control
 
 
@@ -29,31 +31,12 @@ class BatchBridge(Node):
         super().__init__("batch_bridge")
         from sim_bridges import backend_names, scene_names
 
-        d = lambda *a, **k: declare_parameter(self, *a, **k)  # noqa: E731
-        scene = d("scene", "cartpole", "Scene every env loads", constraints="one of: " + ", ".join(scene_names()))
-        backend = d("backend", "pybullet", "Simulator backend",
-                    constraints="one of: " + ", ".join(backend_names()))
-        num_envs = d("num_envs", 8, "Simulator instances (envs) stepped per call", min_value=1, max_value=MAX_ENVS)
-        seed = d("seed", 0, "Seed of the initial reset; env i starts from seed + i", min_value=0,
-                 max_value=2**31 - 1 - MAX_ENVS)
-        physics_rate = d("physics_rate_hz", 240.0, "Physics integration rate, Hz", min_value=1.0, max_value=10000.0)
-        control_rate = d("control_rate_hz", 60.0, "Control rate, Hz; must divide physics_rate_hz", min_value=1.0,
-                         max_value=10000.0)
-        timeout = d("command_timeout_s", 0.5, "Command watchdog per env, s of sim time (0: off)", min_value=0.0,
-                    max_value=3600.0)
-        limits = [d("max_linear_speed", 1.0, "Base |linear.x| limit, m/s", min_value=0.0, max_value=100.0),
-                  d("max_angular_speed", 2.0, "Base |angular.z| limit, rad/s", min_value=0.0, max_value=100.0),
-                  d("max_linear_accel", 1.0, "Base linear acceleration limit, m/s^2 (0: none)", min_value=0.0,
-                    max_value=1000.0),
-                  d("max_angular_accel", 3.0, "Base angular acceleration limit, rad/s^2 (0: none)", min_value=0.0,
-                    max_value=1000.0)]
-        max_ee_step = d("max_ee_step", 0.05, "Longest end-effector delta per command, m", min_value=0.001,
-                        max_value=1.0)
-        self.with_objects = d("with_objects", True, "Put the ground-truth objects' poses in every ~/step response "
-                              "(false: joint states only, for tasks that read no object; saves ~30 % of a cart-pole call)")
-        reset_mode = d("reset_mode", "rebuild", "PyBullet's reset: rebuild (bitwise like a fresh world, ~3 ms for "
-                       "cartpole) or snapshot (a saved state restored, sub-millisecond; exact for contact-free "
-                       "scenes such as cartpole)", constraints="one of: rebuild, snapshot")
+        v = declare_all(self, batch_bridge_parameters(scene_names(), backend_names()))
+        scene, backend, num_envs, seed, reset_mode = v.scene, v.backend, v.num_envs, v.seed, v.reset_mode
+        physics_rate, control_rate, timeout = v.physics_rate_hz, v.control_rate_hz, v.command_timeout_s
+        limits = [v.max_linear_speed, v.max_angular_speed, v.max_linear_accel, v.max_angular_accel]
+        max_ee_step = v.max_ee_step
+        self.with_objects = v.with_objects
         check_choice("reset_mode", reset_mode, ("rebuild", "snapshot"))
         check_choice("scene", scene, scene_names())
         check_choice("backend", backend, backend_names())

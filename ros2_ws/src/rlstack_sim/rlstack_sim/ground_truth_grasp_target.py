@@ -32,11 +32,13 @@ from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from visualization_msgs.msg import MarkerArray
 
-from rlstack_common import declare_parameter, run_node
+from rlstack_common import run_node
+from rlstack_common.param_table import declare_all
 from rlstack_common.qos import LATCHED
 from sim_bridges.contract import Pose as SimPose
 
 from .convert import _fill_pose, relative_pose
+from .grasp_target_parameters import GROUND_TRUTH_GRASP_TARGET
 
 Pose = Tuple[np.ndarray, np.ndarray]   # position (3,), quaternion (x, y, z, w)
 
@@ -64,12 +66,8 @@ def in_base_frame(base: Pose, obj: Pose) -> Pose:
 class GroundTruthGraspTarget(Node):
     def __init__(self) -> None:
         super().__init__("ground_truth_grasp_target")
-        d = lambda *a, **k: declare_parameter(self, *a, **k)  # noqa: E731
-        self.radius = d("target_match_radius", 0.3, "Requested point -> ground-truth object match radius, m",
-                        min_value=0.01, max_value=5.0)
-        rate_hz = d("rate_hz", 40.0, "/grasp_target rate while a request stands (twice the lift's 20 Hz), Hz",
-                    min_value=1.0, max_value=200.0)
-        self.base_frame = d("base_frame", "base_link", "Frame of the published grasp target (the robot's base)")
+        v = declare_all(self, GROUND_TRUTH_GRASP_TARGET)
+        self.radius, rate_hz, self.base_frame = v.target_match_radius, v.rate_hz, v.base_frame
         self.objects: Dict[str, Pose] = {}
         self.base: Optional[Pose] = None
         self.request: Optional[np.ndarray] = None

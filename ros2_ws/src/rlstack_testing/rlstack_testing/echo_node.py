@@ -14,11 +14,14 @@ from rclpy.node import Node
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
+from rlstack_common.param_table import declare_all
+from rlstack_testing.parameters import ECHO_NODE
+
 
 class EchoNode(Node):
     def __init__(self) -> None:
         super().__init__("echo_node")
-        self.prefix = self.declare_parameter("prefix", "echo: ").value
+        self.prefix = declare_all(self, ECHO_NODE).prefix
         self.count = 0
         self.pub = self.create_publisher(String, "out", 10)
         self.create_subscription(String, "in", self.on_message, 10)

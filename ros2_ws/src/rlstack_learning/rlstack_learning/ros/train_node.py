@@ -40,11 +40,12 @@ import rclpy
 from rclpy.node import Node
 from std_msgs.msg import String
 
-from rlstack_common import declare_parameter
 from rlstack_common.node_main import StopFlag
+from rlstack_common.param_table import declare_all
 
 from ..checkpoints import TrainingInterrupted, latest_checkpoint
 from ..config import ConfigError, load
+from ..parameters import TRAIN_NODE
 from .lockstep_env import LockstepEnv, LockstepInterrupted, make_executor
 
 
@@ -52,35 +53,13 @@ class TrainNode(Node):
     def __init__(self) -> None:
         super().__init__("train_node")
         self.stop: Optional[StopFlag] = None
-        d = lambda *a, **k: declare_parameter(self, *a, **k)  # noqa: E731
-        self.task = d("task", "cartpole", "Training config: config/train/<task>.yaml (or a path to one)")
-        self.algo = d("algo", "", "Algorithm override (empty: the config's)")
-        self.total_timesteps = d("total_timesteps", 0, "Step budget override (0: the config's)",
-                                 min_value=0, max_value=2**31 - 1)
-        self.seed = d("seed", -1, "Seed override (-1: the config's)", min_value=-1, max_value=2**31 - 1)
-        self.eval_freq = d("eval_freq", 0, "Validation every N steps, in-process (0: the config's)",
-                           min_value=0, max_value=2**31 - 1)
-        self.bridges = d("bridges", ["/sim_bridge"], "Lockstep bridges, one env each (their ~/step, ~/reset; "
-                         "transport standard: the prefix of their step_simulation, reset_simulation, '/' for the root)")
-        self.batch_bridge = d("batch_bridge", "", "A batch_bridge node (all envs in one process, one round trip per "
-                              "batch step; num_envs = its num_envs); empty: one env per entry of bridges")
-        self.transport = d("transport", "topics", "Single bridges: topics (commands and observations on the "
-                           "deployment topics), request (both in the step service call: one round trip, faster) "
-                           "or standard (only the ROS 2 standard simulation services, reset_simulation and "
-                           "step_simulation under each bridge's name, and the topics: any simulator that "
-                           "speaks simulation_interfaces)", constraints="one of: topics, request, standard")
-        self.verify = d("verify", "before", "Command ordering check: before (steps=0 sync, exact) or after "
-                        "(one call, late commands counted)", constraints="one of: before, after")
-        self.timeout_s = d("timeout_s", 10.0, "Longest wait for a service answer or an observation, s",
-                           min_value=0.1, max_value=600.0)
-        self.out_dir = d("out_dir", os.path.join("out", "train_ros"), "Output root of run folders")
-        self.run_name = d("run", "", "Run folder name (empty: <algo>_ros_s<seed>_<time>)")
-        self.bundle_dir = d("bundle_dir", "", "Export the best model to this bundle folder (empty: no export)")
-        self.export_episodes = d("export_episodes", 100, "Evaluation episodes per condition in the bundle",
-                                 min_value=1, max_value=100000)
-        self.progress_period_s = d("progress_period_s", 1.0, "Progress message period, s of wall time",
-                                   min_value=0.01, max_value=3600.0)
-        self.show_progress = d("progress_bar", False, "Also show the tqdm/rich progress bar on stdout")
+        v = declare_all(self, TRAIN_NODE)
+        self.task, self.algo, self.total_timesteps, self.seed = v.task, v.algo, v.total_timesteps, v.seed
+        self.eval_freq, self.bridges, self.batch_bridge = v.eval_freq, v.bridges, v.batch_bridge
+        self.transport, self.verify, self.timeout_s = v.transport, v.verify, v.timeout_s
+        self.out_dir, self.run_name, self.bundle_dir = v.out_dir, v.run, v.bundle_dir
+        self.export_episodes, self.progress_period_s, self.show_progress = (v.export_episodes, v.progress_period_s,
+                                                                            v.progress_bar)
         if self.verify not in ("before", "after"):
             raise ConfigError(f"verify must be 'before' or 'after', got {self.verify!r}")
         if self.transport not in ("topics", "request", "standard"):
