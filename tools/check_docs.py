@@ -111,7 +111,7 @@ def node_params(node: str) -> Optional[Set[str]]:
 def all_params() -> Set[str]:
     """Every parameter any rlstack node declares."""
     names: Set[str] = {"use_sim_time"}
-    for node in [*gen_reference.TABLES, *gen_reference.AST_NODES]:
+    for node in gen_reference.TABLES:
         names |= node_params(node) or set()
     return names
 

@@ -77,9 +77,6 @@ TABLES: Dict[str, Any] = {
     "echo_node": "rlstack_testing.parameters:ECHO_NODE",
 }
 
-# Nodes read from their declare_parameter calls: none (every node declares from a table). Empty, and
-# kept for tools/check_docs.py, which still lists it.
-AST_NODES: Dict[str, str] = {}
 
 
 def _fmt(value: Any) -> str:

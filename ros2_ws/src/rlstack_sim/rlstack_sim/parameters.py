@@ -1,6 +1,6 @@
 """Every sim_bridge parameter: name, default, description, range (pure Python, no rclpy).
 
-The node declares exactly these, in this order, through ``rlstack_common.declare_parameter``;
+The node declares exactly these, in this order, through ``rlstack_common.param_table.declare_all``;
 docs/reference/sim-bridge.md lists them. :func:`depth_noise` and :func:`odometry_errors` turn the values into
 the sim_bridges dataclasses.
 """
