@@ -32,9 +32,11 @@ from typing import Any, Callable, Dict, List, Optional
 import numpy as np
 
 from rlstack_common import atomic
+
 from .bc_config import BC_DEFAULTS, EXPERTS
 from .checkpoints import _SpaceOnlyEnv, save_model_dir
 from .envs import TRAIN_SEED_LIMIT, VALIDATION_SEED_BASE
+
 
 # ---------------------------------------------------------------------------- data
 def rollout(env, expert, seeds: List[int], policy: Optional[Callable] = None, noise: float = 0.0,
@@ -42,8 +44,9 @@ def rollout(env, expert, seeds: List[int], policy: Optional[Callable] = None, no
     """Play one episode per seed; return (obs, expert labels, successes).
 
     ``env_for(i)`` -> ``(env, expert)`` of episode ``i`` (to mix nominal and randomised
-    episodes); default ``(env, expert)``. Executed action: ``policy(obs)`` if given (DAgger) else the expert action plus Gaussian
-    noise of std ``noise`` on the arm-motion components (DART). Labels: the expert action.
+    episodes); default ``(env, expert)``. Executed action: ``policy(obs)`` if given (DAgger) else
+    the expert action plus Gaussian noise of std ``noise`` on the arm-motion components (DART).
+    Labels: the expert action.
     """
     rng = rng or np.random.default_rng(0)
     obs_l, act_l, ok = [], [], []
@@ -160,7 +163,8 @@ def train_bc(cfg, run_dir: str, progress: bool = True, rollout_env=None) -> Dict
     hp = dict(BC_DEFAULTS, **(cfg["hyperparams"].get("bc") or {}))
     rng = np.random.default_rng(cfg["seed"])
     if rollout_env is not None and cfg["randomize"]:
-        raise ValueError("over ROS the rollouts are nominal: domain randomisation needs the simulator (randomize: false)")
+        raise ValueError("over ROS the rollouts are nominal: domain randomisation needs the simulator "
+                         "(randomize: false)")
     env = rollout_env if rollout_env is not None else gym.make(cfg["env_id"], randomize=cfg["randomize"],
                                                                **cfg["env_kwargs"])
     expert = EXPERTS[hp["expert"]](env.unwrapped)

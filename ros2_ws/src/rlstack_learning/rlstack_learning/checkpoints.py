@@ -134,8 +134,6 @@ def load_model_dir(path: str, env_id: Optional[str] = None, algo: Optional[str] 
     vecnorm = None
     vn_path = os.path.join(path, "vecnormalize.pkl")
     if os.path.isfile(vn_path):
-        import gymnasium as gym
-
         import rlstack_learning  # noqa: F401  (registers the envs)
 
         dummy = env if env is not None else DummyVecEnv([lambda: _SpaceOnlyEnv(env_id)])

@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import inspect
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Dict, Optional
 
 import yaml
@@ -237,9 +237,11 @@ def config_dir() -> str:
 
 def load(task_or_path: str, overrides: Optional[Dict[str, Any]] = None) -> TrainConfig:
     """Load ``config/train/<task>.yaml`` (or a path), apply CLI overrides, validate."""
-    path = task_or_path if task_or_path.endswith((".yaml", ".yml")) else os.path.join(config_dir(), f"{task_or_path}.yaml")
+    path = (task_or_path if task_or_path.endswith((".yaml", ".yml"))
+            else os.path.join(config_dir(), f"{task_or_path}.yaml"))
     if not os.path.isfile(path):
-        known = sorted(f[:-5] for f in os.listdir(config_dir()) if f.endswith(".yaml")) if not task_or_path.endswith(".yaml") else []
+        known = (sorted(f[:-5] for f in os.listdir(config_dir()) if f.endswith(".yaml"))
+                 if not task_or_path.endswith(".yaml") else [])
         raise ConfigError(f"task: no config {path}" + (f"; known tasks: {', '.join(known)}" if known else ""))
     with open(path, encoding="utf-8") as f:
         try:

@@ -216,7 +216,8 @@ def main(argv=None) -> int:
     p.add_argument("--num-cpus", type=int, help="CPUs of the local Ray instance (default: all)")
     p.add_argument("--json", help="also write the result to this file")
     p.add_argument("--env-kwargs", type=env_kwargs_arg, default={}, help="YAML mapping of env options (as "
-                   "rlstack_learning.play), e.g. \"{lego_fraction: 1.0}\" (mobile_lift_perceived: the brick as the target)")
+                   "rlstack_learning.play), e.g. \"{lego_fraction: 1.0}\" "
+                   "(mobile_lift_perceived: the brick as the target)")
     a = p.parse_args(argv)
     if a.episodes < 1:
         p.error("--episodes must be >= 1")
@@ -257,7 +258,8 @@ def main(argv=None) -> int:
     if env_kwargs:
         res["env_kwargs"] = env_kwargs
     print(json.dumps(res, indent=1))
-    print(f"\n| bundle | episodes | success | 95 % lower | mean return | wall s | shards |\n|---|---|---|---|---|---|---|\n"
+    print(f"\n| bundle | episodes | success | 95 % lower | mean return | wall s | shards |\n"
+          "|---|---|---|---|---|---|---|\n"
           f"| {os.path.basename(os.path.normpath(b.path))} | {res['episodes']} | {res['success_rate'] * 100:.1f} % "
           f"| {res['success_rate_wilson95_lower'] * 100:.1f} % | {res['mean_return']:.1f} | {res['wall_time_s']:.1f} "
           f"| {res.get('ray', {}).get('shards', 1)} |")

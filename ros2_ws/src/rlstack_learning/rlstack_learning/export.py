@@ -20,12 +20,12 @@ from typing import Any, Dict, Optional
 import numpy as np
 import yaml
 
-from rlstack_common import atomic
 from rlstack_bundle.bundle import load as load_bundle
+from rlstack_common import atomic
+
 from .checkpoints import load_model_dir
 from .envs import ENVS, EVAL_SEED_BASE
 from .onnx_export import exportable, sb3_deterministic_action, to_onnx_bytes
-
 
 #: largest |ONNX - SB3| action difference accepted at export
 EXPORT_TOLERANCE = 1e-4
@@ -133,30 +133,38 @@ values times `scale`; normalisation is inside the graph) and publishes the actio
 |---|---|---|---|---|
 {act}
 
-## Results ({ev['episodes']} episodes per row, seeds {ev['seeds']['first']}..{ev['seeds']['last']}, never used in training)
+## Results ({ev['episodes']} episodes per row, seeds {ev['seeds']['first']}..{ev['seeds']['last']}, \
+never used in training)
 
 | condition | success | 95 % lower bound | mean return | mean length |
 |---|---|---|---|---|
-| nominal | **{nom['success_rate'] * 100:.1f} %** ({nom['successes']}/{nom['episodes']}) | {nom['success_rate_wilson95_lower'] * 100:.1f} % | {nom['mean_return']:.1f} | {nom['mean_length']:.1f} |
-| domain randomisation | **{dr['success_rate'] * 100:.1f} %** ({dr['successes']}/{dr['episodes']}) | {dr['success_rate_wilson95_lower'] * 100:.1f} % | {dr['mean_return']:.1f} | {dr['mean_length']:.1f} |
+| nominal | **{nom['success_rate'] * 100:.1f} %** ({nom['successes']}/{nom['episodes']}) \
+| {nom['success_rate_wilson95_lower'] * 100:.1f} % | {nom['mean_return']:.1f} | {nom['mean_length']:.1f} |
+| domain randomisation | **{dr['success_rate'] * 100:.1f} %** ({dr['successes']}/{dr['episodes']}) \
+| {dr['success_rate_wilson95_lower'] * 100:.1f} % | {dr['mean_return']:.1f} | {dr['mean_length']:.1f} |
 
 {_group_rows(ev)}
 Success: {ev['success_definition']}
 Domain randomisation at evaluation: `{dr['domain_randomization']}`.
 
 ## Training
-{prov.get('method', '')}{prov['algorithm'].upper()}{' (' + prov['training_backend'] + ')' if prov.get('training_backend') else ''}, {prov['timesteps']} steps, {prov['num_envs']} env{'s' if prov['num_envs'] != 1 else ''}, seed {prov['seed']},
+{prov.get('method', '')}{prov['algorithm'].upper()}\
+{' (' + prov['training_backend'] + ')' if prov.get('training_backend') else ''}, {prov['timesteps']} steps, \
+{prov['num_envs']} env{'s' if prov['num_envs'] != 1 else ''}, seed {prov['seed']},
 observation normalisation {'on (folded into ONNX)' if prov['normalize_obs'] else 'off'},
 domain randomisation in training: `{prov['train_randomization']}`.
 **Wall time from scratch: {prov['wall_time_s']:.0f} s** on {prov['machine']['cores']} cores ({prov['machine']['cpu']}),
 {'stopped early when validation succeeded' if prov.get('stopped_early') else 'full step budget'}.
 Commit `{prov['commit']}`. Hyperparameters: `{hp}`.
-ONNX vs {prov.get('export_reference', 'SB3')} deterministic action: max |error| {prov['export_max_abs_error']:.2e} on 1000 random observations.
+ONNX vs {prov.get('export_reference', 'SB3')} deterministic action: max |error| {prov['export_max_abs_error']:.2e} \
+on 1000 random observations.
 
 ## Limitations
-- {prov.get('limitations') or "Simulation only; the ball-on-plate observation uses the simulator's ground-truth ball pose (a real rig needs a perception topic with the same fields and comparable noise/latency)."}
+- {prov.get('limitations') or "Simulation only; the ball-on-plate observation uses the simulator's ground-truth "
+   "ball pose (a real rig needs a perception topic with the same fields and comparable noise/latency)."}
 - Outside the trained start distribution (larger offsets, speeds or delays) behaviour is untested.
-- Failed evaluation seeds (nominal): {nom['failed_seeds'] or 'none'}; with randomisation: {dr['failed_seeds'] or 'none'}.
+- Failed evaluation seeds (nominal): {nom['failed_seeds'] or 'none'}; \
+with randomisation: {dr['failed_seeds'] or 'none'}.
 """
 
 
@@ -176,7 +184,8 @@ def export_run(run_dir: str, dest: str, which: str = "best", episodes: int = 100
     env_cls = ENVS[cfg["env_id"]]
     model, vecnorm, manifest = load_model_dir(os.path.join(run_dir, which), cfg["env_id"], cfg["algo"])
     obs_rms = vecnorm.obs_rms if vecnorm is not None and vecnorm.norm_obs else None
-    module = exportable(model, obs_rms, clip_obs=getattr(vecnorm, "clip_obs", 10.0), epsilon=getattr(vecnorm, "epsilon", 1e-8))
+    module = exportable(model, obs_rms, clip_obs=getattr(vecnorm, "clip_obs", 10.0),
+                        epsilon=getattr(vecnorm, "epsilon", 1e-8))
     n_obs = len(env_cls.obs_terms)
     onnx_bytes = to_onnx_bytes(module, n_obs)
     err = max_export_error(model, vecnorm if obs_rms is not None else None, onnx_bytes, n_obs)
@@ -202,7 +211,8 @@ def write_bundle(cfg: Dict[str, Any], summary: Dict[str, Any], manifest: Dict[st
     io = env_cls.io_descriptor()
     name = bundle_name or os.path.basename(os.path.normpath(dest))
     prov = {
-        "bundle": name, "task": cfg["task"], "env_id": cfg["env_id"], "task_description": _first_sentence(sys.modules[env_cls.__module__].__doc__),
+        "bundle": name, "task": cfg["task"], "env_id": cfg["env_id"],
+        "task_description": _first_sentence(sys.modules[env_cls.__module__].__doc__),
         "algorithm": cfg["algo"], "seed": cfg["seed"], "timesteps": int(timesteps),
         "num_envs": cfg["num_envs"], "normalize_obs": cfg["normalize_obs"],
         "train_randomization": cfg["randomize"], "model": which,

@@ -78,7 +78,8 @@ def make_estimator(cfg: Dict[str, Any], image_shape=(6, 64, 64)):
             ys, xs = torch.meshgrid(torch.linspace(-1, 1, hh), torch.linspace(-1, 1, ww), indexing="ij")
             self.register_buffer("xs", xs.reshape(-1))
             self.register_buffer("ys", ys.reshape(-1))
-            self.head = nn.Sequential(nn.Linear(2 * k, 64), nn.ReLU(), nn.Linear(64, 2))   # image -> plate (perspective)
+            # image -> plate (perspective)
+            self.head = nn.Sequential(nn.Linear(2 * k, 64), nn.ReLU(), nn.Linear(64, 2))
 
         def per_frame(self, x):
             """x: (N, 3, H, W) float in [0, 1] -> (N, 2) metres."""
@@ -184,7 +185,7 @@ def train(run: str, cfg: Dict[str, Any], resume: bool = False) -> Dict[str, Any]
     """DAgger rounds with a checkpoint after each; returns the run state."""
     import torch
 
-    from .envs import BallPlatePixelsEnv, TRAIN_SEED_LIMIT
+    from .envs import TRAIN_SEED_LIMIT, BallPlatePixelsEnv
 
     torch.set_num_threads(1)
     torch.manual_seed(cfg["seed"])
@@ -271,8 +272,9 @@ def to_onnx(estimator, teacher_onnx: str, n_state: int, image_shape) -> bytes:
     buf = io.BytesIO()
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")
-        torch.onnx.export(Front(estimator).eval(), (torch.zeros(1, n_state), torch.zeros((1, *image_shape), dtype=torch.uint8)),
-                          buf, dynamo=False, opset_version=17, input_names=["obs", "image"], output_names=["state6"],
+        torch.onnx.export(Front(estimator).eval(),
+                          (torch.zeros(1, n_state), torch.zeros((1, *image_shape), dtype=torch.uint8)), buf,
+                          dynamo=False, opset_version=17, input_names=["obs", "image"], output_names=["state6"],
                           dynamic_axes={"obs": {0: "batch"}, "image": {0: "batch"}, "state6": {0: "batch"}})
     front = onnx.load_from_string(buf.getvalue())
     back = onnx.load(teacher_onnx)
@@ -405,7 +407,8 @@ def finish(bundle: str, episodes: int, jobs: int = 2) -> Dict[str, Any]:
           "criterion": "ball kept on the plate for the whole 10 s episode (300 steps at 30 Hz)",
           "policy": "policy.onnx through onnxruntime, images rendered and preprocessed as the policy node does",
           "wall_time_s": round(time.perf_counter() - t0, 1),
-          "card_bar": 0.95, "success_floor": 0.8}   # the bar of a shipped pixel bundle; tests/test_learning_bundles.py replays 5 seeds
+          # the bar of a shipped pixel bundle; tests/test_learning_bundles.py replays 5 seeds
+          "card_bar": 0.95, "success_floor": 0.8}
     with open(os.path.join(bundle, "evaluation.yaml"), "w") as f:
         yaml.safe_dump(ev, f, sort_keys=False, width=110)
     with open(os.path.join(bundle, "provenance.yaml")) as f:
@@ -419,7 +422,8 @@ def finish(bundle: str, episodes: int, jobs: int = 2) -> Dict[str, Any]:
 def model_card(prov: Dict[str, Any], ev: Dict[str, Any]) -> str:
     cfg = prov["hyperparameters"]
     rounds = prov.get("dagger_rounds") or []
-    rows = "\n".join(f"| {r['round']} | {r['beta']:.3g} | {r['episodes']} | {r.get('epochs', cfg['epochs'])} | {r['new_samples']} | {r['samples']} | "
+    rows = "\n".join(f"| {r['round']} | {r['beta']:.3g} | {r['episodes']} | {r.get('epochs', cfg['epochs'])} "
+                     f"| {r['new_samples']} | {r['samples']} | "
                      f"{r['driver_success']:.2f} | {r['rms_error_mm']:.2f} | {r['collect_s']} | {r['fit_s']} |"
                      for r in rounds)
     n, d = ev["nominal"], ev["randomized"]
@@ -434,15 +438,18 @@ ball pose and no simulator truth on the robot side (the state bundle `ball_plate
 
 | condition | episodes | success (ball on the plate 10 s) | mean length (steps) | eval wall time |
 | --- | --- | --- | --- | --- |
-| nominal | {n['episodes']} | **{n['success_rate']:.0%}** ({n['successes']}/{n['episodes']}) | {n['mean_length']:.0f} | {n['wall_time_s']} s |
-| DR (image + dynamics) | {d['episodes']} | **{d['success_rate']:.0%}** ({d['successes']}/{d['episodes']}) | {d['mean_length']:.0f} | {d['wall_time_s']} s |
+| nominal | {n['episodes']} | **{n['success_rate']:.0%}** ({n['successes']}/{n['episodes']}) \
+| {n['mean_length']:.0f} | {n['wall_time_s']} s |
+| DR (image + dynamics) | {d['episodes']} | **{d['success_rate']:.0%}** ({d['successes']}/{d['episodes']}) \
+| {d['mean_length']:.0f} | {d['wall_time_s']} s |
 
 Failed seeds: nominal {n['failed_seeds'] or 'none'}; DR {d['failed_seeds'] or 'none'}.
 
 ## The network (one ONNX graph: plate angles + uint8 image stack -> plate angle targets)
 
 1. per frame (2 stacked, channels first, /255 inside the graph): conv 5x5/2 16, conv 3x3 16, conv
-   3x3 {cfg['n_keypoints']} -> spatial soft-argmax ({cfg['n_keypoints']} keypoints) -> MLP 64 -> ball x, y on the plate (m);
+   3x3 {cfg['n_keypoints']} -> spatial soft-argmax ({cfg['n_keypoints']} keypoints) -> MLP 64 -> \
+ball x, y on the plate (m);
 2. ball velocity = (x, y now - x, y one frame earlier) x 30 Hz: the state task's finite difference;
 3. (x, y, vx, vy, measured pitch, roll) -> the **frozen state policy** `policies/ball_plate` (PPO,
    its graph merged in with `onnx.compose`, sha256 in provenance.yaml) -> action.
@@ -468,7 +475,8 @@ position from the simulator (training only).
   {prov['machine'].get('cores')} shared cores ({prov['machine'].get('cpu')}), seed {prov['seed']}; plus the
   teacher's own PPO training (policies/ball_plate/provenance.yaml).
 
-| round | beta | episodes | epochs | new frames | frames | driver success | RMS ball error (mm, train) | collect s | fit s |
+| round | beta | episodes | epochs | new frames | frames | driver success | RMS ball error (mm, train) \
+| collect s | fit s |
 | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 {rows}
 

@@ -72,7 +72,8 @@ def main(argv=None) -> int:
     p.add_argument("--randomize", action="store_true", help="task's default domain randomisation")
     p.add_argument("--video", help="mp4 path: records the first episode")
     p.add_argument("--seed-base", type=int, default=EVAL_SEED_BASE)
-    p.add_argument("--env-kwargs", type=env_kwargs_arg, default={}, help="YAML mapping of env options, e.g. \"{target_source: live}\" or "
+    p.add_argument("--env-kwargs", type=env_kwargs_arg, default={},
+                   help="YAML mapping of env options, e.g. \"{target_source: live}\" or "
                    "\"{perception_error: {xy_std: 0.0, z_std: 0.0, yaw_std_deg: 0.0}}\" (mobile_lift)")
     a = p.parse_args(argv)
     env_kwargs = a.env_kwargs

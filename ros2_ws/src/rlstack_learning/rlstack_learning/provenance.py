@@ -28,7 +28,7 @@ def machine_info() -> Dict[str, Any]:
     cpu = platform.processor() or ""
     try:
         with open("/proc/cpuinfo") as f:
-            cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), cpu)
+            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
     except OSError:
         pass
     return {"hostname": platform.node(), "cpu": cpu, "cores": os.cpu_count(), "os": platform.platform(),

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 
-
 @dataclass(frozen=True)
 class DomainRandomization:
     mass_scale: Tuple[float, float] = (1.0, 1.0)
@@ -38,7 +37,8 @@ class DomainRandomization:
         if self.mass_scale[0] <= 0:
             raise ValueError(f"domain randomisation 'mass_scale' must be positive, got {self.mass_scale}")
         if any(int(x) != x for x in self.action_delay_steps):
-            raise ValueError(f"domain randomisation 'action_delay_steps' must be integers, got {self.action_delay_steps}")
+            raise ValueError("domain randomisation 'action_delay_steps' must be integers, "
+                             f"got {self.action_delay_steps}")
         if not self.obs_noise_scale >= 0:
             raise ValueError(f"domain randomisation 'obs_noise_scale' must be >= 0, got {self.obs_noise_scale}")
 

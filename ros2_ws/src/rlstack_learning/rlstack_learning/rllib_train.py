@@ -25,6 +25,7 @@ import numpy as np
 
 from rlstack_common import atomic
 from rlstack_common.atomic import sha256_file, staged_dir
+
 from .checkpoints import checkpoint_dir, open_run, prune_checkpoints, read_model_dir
 from .config import ConfigError, TrainConfig
 from .envs import ENVS, VALIDATION_SEED_BASE
@@ -272,8 +273,9 @@ def train_ray(cfg: TrainConfig, run_dir: str, resume: bool = False, env_runners:
     """Train (or resume) ``cfg`` with RLlib into ``run_dir``; returns the summary (also summary.yaml)."""
     import torch
 
-    from .evaluate import run_episodes
     from rlstack_common.ray_cluster import init_ray
+
+    from .evaluate import run_episodes
 
     if cfg.algo not in RAY_ALGOS:   # before Ray starts
         raise ConfigError(f"algo: the Ray backend trains {', '.join(RAY_ALGOS)}; got {cfg.algo!r}")
@@ -318,7 +320,8 @@ def train_ray(cfg: TrainConfig, run_dir: str, resume: bool = False, env_runners:
             if er.get("episode_len_mean") is not None:
                 tb.add_scalar("rollout/ep_len_mean", er["episode_len_mean"], steps)
             tb.add_scalar("time/fps", fps, steps)
-            line = f"[train] {steps}/{cfg['total_timesteps']} steps  return {ret if ret is None else round(ret, 1)}  {fps:.0f} steps/s"
+            line = (f"[train] {steps}/{cfg['total_timesteps']} steps  "
+                    f"return {ret if ret is None else round(ret, 1)}  {fps:.0f} steps/s")
             if steps - state["last_ckpt"] >= cfg["checkpoint_freq"]:
                 state["last_ckpt"] = steps
                 save_algo_dir(checkpoint_dir(run_dir, steps), algo, steps, extra())

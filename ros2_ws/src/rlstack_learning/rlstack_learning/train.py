@@ -5,7 +5,8 @@
     python -m rlstack_learning.train --resume out/train/cartpole/ppo_s0_20250101-120000
     python -m rlstack_learning.train --task cartpole --export         # + bundle into a new policies/ folder
     python -m rlstack_learning.train --task cartpole --export --overwrite   # + bundle over policies/<bundle>
-    python -m rlstack_learning.train --task cartpole --backend ray --env-runners 2    # RLlib on Ray (docs/guides/scale-out-on-ray.md)
+    python -m rlstack_learning.train --task cartpole --backend ray --env-runners 2    # RLlib on Ray \
+(docs/guides/scale-out-on-ray.md)
     python -m rlstack_learning.train --task cartpole --backend ray --address auto     # ... on a running cluster
 
 Outputs go to ``out/train/<task>/<run>/`` (see ``checkpoints.py``). Killing the process at any
@@ -21,12 +22,11 @@ import sys
 import time
 from typing import Any, Dict, List, Optional
 
-import numpy as np
 import yaml
 
 from rlstack_common import atomic
-from .checkpoints import (TrainingInterrupted, checkpoint_dir, open_run,
-                          prune_checkpoints, save_model_dir)
+
+from .checkpoints import TrainingInterrupted, checkpoint_dir, open_run, prune_checkpoints, save_model_dir
 from .config import OFF_POLICY, ConfigError, TrainConfig, algorithms, build_hyperparams, load, validate
 from .envs import VALIDATION_SEED_BASE
 
@@ -243,7 +243,8 @@ def export_destination(export: Optional[str], bundle: str, run_dir: str, overwri
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m rlstack_learning.train", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog=__doc__.split("\n\n", 1)[1])
     p.add_argument("--task", help="config/train/<task>.yaml (or a path to a YAML file)")
     p.add_argument("--algo", help="ppo, a2c, sac, td3, tqc (continuous); ppo, a2c, dqn (discrete)")
     p.add_argument("--num-envs", type=int)

@@ -69,7 +69,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     from sim_bridges import backend_names
 
     if args.backend not in backend_names():
-        print(f"transfer: error: unknown backend '{args.backend}'; valid: {', '.join(backend_names())}", file=sys.stderr)
+        print(f"transfer: error: unknown backend '{args.backend}'; valid: {', '.join(backend_names())}",
+              file=sys.stderr)
         return 2
     if args.episodes < 1:
         print("transfer: error: --episodes must be >= 1", file=sys.stderr)

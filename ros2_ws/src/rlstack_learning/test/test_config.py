@@ -34,7 +34,8 @@ def _cfg(**changes):
     ({"hyperparams": {"ppo": {"gamma": 1.5}}}, "hyperparams.ppo.gamma"),
     ({"hyperparams": {"ppo": {"learning_rate": "fast"}}}, "hyperparams.ppo.learning_rate"),
     ({"hyperparams": {"ppo": {"policy_kwargs": {"net_arch": [64, "x"]}}}}, "hyperparams.ppo.policy_kwargs.net_arch"),
-    ({"hyperparams": {"ppo": {"policy_kwargs": {"activation_fn": "sigmoidz"}}}}, "hyperparams.ppo.policy_kwargs.activation_fn"),
+    ({"hyperparams": {"ppo": {"policy_kwargs": {"activation_fn": "sigmoidz"}}}},
+     "hyperparams.ppo.policy_kwargs.activation_fn"),
 ])
 def test_bad_field_is_named(changes, field):
     with pytest.raises(ConfigError, match=rf"{field.replace('.', '[.]')}:"):

@@ -68,7 +68,8 @@ def test_schema_is_checked_in_terms_and_written_to_io():
         derive("magic")
     with pytest.raises(ValueError, match="missing parameter"):
         derive("tf_position", parent="world", child="tool")
-    bad = [terms[0], ObsTerm("d", "m", "world", Source("/gt", "x/msg/Y", "f", derive={"op": "distance", "a": ["z"], "b": ["q"]}))]
+    bad = [terms[0], ObsTerm("d", "m", "world",
+                             Source("/gt", "x/msg/Y", "f", derive={"op": "distance", "a": ["z"], "b": ["q"]}))]
     with pytest.raises(ValueError, match=r"unknown term\(s\) \['q'\]"):
         check_terms(bad, [])
     # raw_vector: message ops on what each source read, then term ops

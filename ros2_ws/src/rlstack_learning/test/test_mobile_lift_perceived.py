@@ -15,8 +15,12 @@ import pytest
 
 import rlstack_learning  # noqa: F401  (registers the envs)
 from rlstack_bundle import derive as ops
-from rlstack_learning.envs.mobile_lift_perceived import (MobileLiftPerceivedEnv, PerceptionError, perceived_expert,
-                                                         wrist_yaw_for)
+from rlstack_learning.envs.mobile_lift_perceived import (
+    MobileLiftPerceivedEnv,
+    PerceptionError,
+    perceived_expert,
+    wrist_yaw_for,
+)
 
 EVAL = 2**30
 
@@ -35,7 +39,8 @@ def test_io_descriptor_reads_no_simulator_truth():
                      "target_yaw_sin4", "target_yaw_cos4", "ee_to_target_dist", "gripper_command_open"]
     assert not any(t["source"]["topic"].startswith("/sim_ground_truth") for t in io["observation"])
     assert not any("constant" in t["source"].get("derive", {}) for t in io["observation"])
-    assert {t["source"]["topic"] for t in io["observation"]} == {"/tf", "/joint_states", "/grasp_target", "/arm/gripper"}
+    assert {t["source"]["topic"] for t in io["observation"]} == {"/tf", "/joint_states", "/grasp_target",
+                                                                 "/arm/gripper"}
     assert "held" in io["observation"][4]["description"]
 
 

@@ -7,11 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from rlstack_bundle.bundle import load
 from rlstack_bundle.images import preprocess
-
 from rlstack_learning import pixels
 from rlstack_learning.envs import BallPlatePixelsEnv
 

@@ -7,16 +7,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
+import onnxruntime as ort
 import pytest
+import ray  # the full profile installs it: requirements/scale.txt
 
-import ray  # noqa: E402  (the full profile installs it: requirements/scale.txt)
-
-import gymnasium as gym  # noqa: E402
-import onnxruntime as ort  # noqa: E402
-
-import rlstack_learning  # noqa: E402,F401
-from rlstack_common.ray_cluster import init_ray, shards, shutdown  # noqa: E402
+import rlstack_learning  # noqa: F401  (registers the envs)
+from rlstack_common.ray_cluster import init_ray, shards, shutdown
 
 REPO = Path(__file__).resolve().parents[4]
 
@@ -104,8 +102,9 @@ def test_onnx_equals_rllib_deterministic_action(kind, normalize):
 # ---------------------------------------------------------------------------- training + bundle
 def test_rllib_cartpole_reaches_success_floor_and_exports_a_valid_bundle(local_ray, tmp_path):
     """RLlib PPO, 2 env runners on the local 2-CPU instance, the cart-pole task's own config
-    (its whole 150,000-step budget; validation stops it at the first success, typically 20-40k steps); the bundle (evaluated over
-    2 Ray shards) passes the validator and its ONNX equals the run's RLlib policy."""
+    (its whole 150,000-step budget; validation stops it at the first success, typically 20-40k steps);
+    the bundle (evaluated over 2 Ray shards) passes the validator and its ONNX equals the run's RLlib
+    policy."""
     from rlstack_bundle.bundle import load
     from rlstack_learning.config import load as load_cfg
     from rlstack_learning.rllib_train import export_ray_run, policy_from_dir, train_ray
@@ -156,7 +155,8 @@ def test_sharded_bundle_evaluation_equals_single_process(local_ray):
     single = summarize_episodes(onnx_episodes("RlStack/CartPole-v0", onnx_bytes, seeds, True)["records"], 0.0)
     sharded = evaluate_onnx_on_ray("RlStack/CartPole-v0", onnx_bytes, seeds, True, shards=3)
     assert sharded["ray"]["shards"] == 3
-    for k in ("episodes", "seeds", "successes", "mean_return", "std_return", "mean_length", "min_length", "failed_seeds"):
+    for k in ("episodes", "seeds", "successes", "mean_return", "std_return", "mean_length", "min_length",
+              "failed_seeds"):
         assert sharded[k] == single[k], k
     assert sharded["domain_randomization"] is not None
 
@@ -167,7 +167,8 @@ def test_cli_errors_are_one_line(tmp_path):
                         "--out", str(tmp_path)], capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
     assert r.returncode == 2 and r.stderr.strip().splitlines() == ["error: --address, --env-runners and --num-cpus "
                                                                    "need --backend ray"]
-    r = subprocess.run([sys.executable, "-m", "rlstack_learning.train", "--task", "cartpole_discrete", "--backend", "ray",
-                        "--num-cpus", "1", "--out", str(tmp_path)], capture_output=True, text=True, cwd=REPO, env=env,
-                       timeout=120)
-    assert r.returncode == 2 and r.stderr.strip().splitlines()[-1].startswith("error: algo: the Ray backend trains"), r.stderr
+    r = subprocess.run([sys.executable, "-m", "rlstack_learning.train", "--task", "cartpole_discrete",
+                        "--backend", "ray", "--num-cpus", "1", "--out", str(tmp_path)],
+                       capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+    assert (r.returncode == 2
+            and r.stderr.strip().splitlines()[-1].startswith("error: algo: the Ray backend trains")), r.stderr

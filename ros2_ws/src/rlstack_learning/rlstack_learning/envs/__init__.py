@@ -23,7 +23,6 @@ except ImportError:  # pragma: no cover - lift env not written yet
 
 try:
     from .mobile_lift import MobileLiftEnv
-
     from .mobile_lift_perceived import MobileLiftPerceivedEnv
 
     ENVS[MobileLiftEnv.env_id] = MobileLiftEnv

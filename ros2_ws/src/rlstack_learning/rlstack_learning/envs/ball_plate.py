@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from rlstack_bundle.terms import ActTerm, ObsTerm, Source
 from sim_bridges.robots.ball_plate import BALL_DIAMETER, PITCH_JOINT, PLATE_HEIGHT, PLATE_SIZE, ROLL_JOINT, TILT_LIMIT
 
 from ..randomization import DomainRandomization
-from rlstack_bundle.terms import ActTerm, ObsTerm, Source
 from .base import SimTaskEnv
 
 HALF = 0.5 * PLATE_SIZE

@@ -96,7 +96,8 @@ class BallPlatePixelsEnv(BallPlateEnv):
         light = self._view_dr.get("light")
         lighting = None if light is None else Lighting(
             direction=tuple(light["lightDirection"]), color=tuple(light["lightColor"]),
-            ambient=light["lightAmbientCoeff"], diffuse=light["lightDiffuseCoeff"], specular=light["lightSpecularCoeff"])
+            ambient=light["lightAmbientCoeff"], diffuse=light["lightDiffuseCoeff"],
+            specular=light["lightSpecularCoeff"])
         view = dataclasses.replace(cs, width=spec.crop[2], height=spec.crop[3])
         window_rgb = self.sim.render_view(view, pose, window=window, lighting=lighting).rgb
         frame = preprocess(np.asarray(window_rgb), spec, cropped=True)
@@ -126,7 +127,8 @@ class BallPlatePixelsEnv(BallPlateEnv):
             rgba[:3] = np.clip(rgba[:3] * rng.uniform(0.85, 1.15, 3), 0.0, 1.0)
             colors[key] = tuple(rgba)
         self.sim.set_visual_colors(colors)
-        self.episode_dr["view"] = {"light": self._view_dr["light"], "camera": [round(v, 5) for v in self._view_dr["camera"]],
+        self.episode_dr["view"] = {"light": self._view_dr["light"],
+                                   "camera": [round(v, 5) for v in self._view_dr["camera"]],
                                    "pixel_noise": round(self._view_dr["pixel_noise"], 3)}
 
     # ------------------------------------------------------------ gym API

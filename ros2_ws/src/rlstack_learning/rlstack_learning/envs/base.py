@@ -22,10 +22,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import gymnasium as gym
 import numpy as np
 
+from rlstack_bundle.terms import ActTerm, ObsTerm, check_terms, io_descriptor
 from sim_bridges import make_backend
 
 from ..randomization import DomainRandomization
-from rlstack_bundle.terms import ActTerm, ObsTerm, check_terms, io_descriptor
 
 #: Episode seeds drawn during training lie in [0, TRAIN_SEED_LIMIT).
 TRAIN_SEED_LIMIT = 2**29

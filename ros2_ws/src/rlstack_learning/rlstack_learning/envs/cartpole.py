@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from rlstack_bundle.terms import ActTerm, ObsTerm, Source
 from sim_bridges.robots.cartpole import CART_JOINT, POLE_JOINT
 
 from ..randomization import DomainRandomization
-from rlstack_bundle.terms import ActTerm, ObsTerm, Source
 from .base import SimTaskEnv
 
 MAX_FORCE = 10.0

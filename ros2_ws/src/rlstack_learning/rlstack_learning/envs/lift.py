@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from rlstack_bundle import derive as ops
+from rlstack_bundle.terms import ActTerm, ObsTerm, Source, derive
 from sim_bridges.robots.panda import FINGER_JOINTS
 from sim_bridges.scenes.panda_table import CUBE_SIZE, TABLE_TOP
 
-from rlstack_bundle import derive as ops
 from ..randomization import DomainRandomization
-from rlstack_bundle.terms import ActTerm, ObsTerm, Source, derive
 from .base import SimTaskEnv
 
 CUBE = "red_cube"
@@ -77,11 +77,14 @@ class PandaLiftEnv(SimTaskEnv):
         ObsTerm("cube_y", "m", "world", _cube("y"), noise_std=0.002, description="red cube centre y"),
         ObsTerm("cube_z", "m", "world", _cube("z"), noise_std=0.002, description="red cube centre z"),
         ObsTerm("cube_yaw_sin4", "1", "world", Source(_GT.topic, _GT.msg_type, "poses[].orientation", key=CUBE,
-                                                      derive=derive("sin_kyaw", k=4)), description="cube yaw, 90-deg symmetric"),
+                                                      derive=derive("sin_kyaw", k=4)),
+                description="cube yaw, 90-deg symmetric"),
         ObsTerm("cube_yaw_cos4", "1", "world", Source(_GT.topic, _GT.msg_type, "poses[].orientation", key=CUBE,
-                                                      derive=derive("cos_kyaw", k=4)), description="cube yaw, 90-deg symmetric"),
-        ObsTerm("target_dz", "m", "world", Source(_GT.topic, _GT.msg_type, "poses[].position.z", key=CUBE,
-                                                  derive=derive("offset_minus", constant=round(REST_Z + LIFT_HEIGHT, 9))),
+                                                      derive=derive("cos_kyaw", k=4)),
+                description="cube yaw, 90-deg symmetric"),
+        ObsTerm("target_dz", "m", "world",
+                Source(_GT.topic, _GT.msg_type, "poses[].position.z", key=CUBE,
+                       derive=derive("offset_minus", constant=round(REST_Z + LIFT_HEIGHT, 9))),
                 description="height still to lift"),
         ObsTerm("ee_to_cube_dist", "m", "world", Source(_GT.topic, _GT.msg_type, "poses[].position", key=CUBE,
                                                         derive=derive("distance", a=_CUBE_TERMS, b=_EE_TERMS)),
@@ -89,7 +92,8 @@ class PandaLiftEnv(SimTaskEnv):
     )
     act_terms = tuple(
         ActTerm(f"ee_d{a}", "m", Source("/arm/ee_delta", "geometry_msgs/msg/Vector3", a),
-                limits=(-MAX_DELTA, MAX_DELTA), scale=MAX_DELTA, description=f"grasp point step along {a} (arm base frame)")
+                limits=(-MAX_DELTA, MAX_DELTA), scale=MAX_DELTA,
+                description=f"grasp point step along {a} (arm base frame)")
         for a in "xyz"
     ) + (
         ActTerm("gripper", "1", Source("/arm/gripper", "std_msgs/msg/Bool", "data", derive="open = value > 0"),
@@ -219,8 +223,8 @@ def main(argv=None) -> int:
 
     import gymnasium as gym
 
-    from .base import EVAL_SEED_BASE
     from ..evaluate import run_episodes, write_video
+    from .base import EVAL_SEED_BASE
 
     p = argparse.ArgumentParser(description="scripted-expert baseline of the Panda lift task")
     p.add_argument("--episodes", type=int, default=100)

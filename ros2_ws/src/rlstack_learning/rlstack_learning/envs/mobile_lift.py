@@ -35,11 +35,11 @@ from typing import Tuple
 
 import numpy as np
 
+from rlstack_bundle import derive as ops
+from rlstack_bundle.terms import ActTerm, ObsTerm, Source, derive
 from sim_bridges.robots.panda import FINGER_JOINTS
 from sim_bridges.scenes.mobile_table import CUBE_REST_Z, TARGET
 
-from rlstack_bundle import derive as ops
-from rlstack_bundle.terms import ActTerm, ObsTerm, Source, derive
 from .lift import EE_FRAME, HOLD_STEPS, LIFT_HEIGHT, MAX_DELTA, PandaLiftEnv, scripted_expert
 
 BASE_FRAME = "base_link"
@@ -107,7 +107,8 @@ class MobileLiftEnv(PandaLiftEnv):
                 description="target cube yaw about base_link z, 90-deg symmetric"),
         ObsTerm("target_yaw_cos4", "1", BASE_FRAME, _target("pose.orientation", derive=derive("cos_kyaw", k=4)),
                 description="target cube yaw about base_link z, 90-deg symmetric"),
-        ObsTerm("target_dz", "m", BASE_FRAME, _target("pose.position.z", derive=derive("offset_minus", constant=TARGET_Z)),
+        ObsTerm("target_dz", "m", BASE_FRAME,
+                _target("pose.position.z", derive=derive("offset_minus", constant=TARGET_Z)),
                 description="height still to lift (resting centre z in base_link + 0.10 m, minus z)"),
         ObsTerm("ee_to_target_dist", "m", BASE_FRAME,
                 _target("pose.position", derive=derive("distance", a=_TARGET_TERMS, b=_EE_TERMS)),
@@ -175,13 +176,14 @@ class MobileLiftEnv(PandaLiftEnv):
 
 
 def main(argv=None) -> int:
-    """``python -m rlstack_learning.envs.mobile_lift [--episodes 100] [--randomize] [--video f.mp4]``: expert baseline."""
+    """``python -m rlstack_learning.envs.mobile_lift [--episodes 100] [--randomize] [--video f.mp4]``:
+    expert baseline."""
     import argparse
 
     import gymnasium as gym
 
-    from .base import EVAL_SEED_BASE
     from ..evaluate import run_episodes, write_video
+    from .base import EVAL_SEED_BASE
 
     p = argparse.ArgumentParser(description="scripted-expert baseline of the mobile-manipulator lift task")
     p.add_argument("--episodes", type=int, default=100)

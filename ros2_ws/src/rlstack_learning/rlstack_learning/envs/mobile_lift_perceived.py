@@ -53,6 +53,7 @@ import numpy as np
 from rlstack_bundle import derive as ops
 from rlstack_bundle.frames import wrap_quarter
 from rlstack_bundle.terms import ObsTerm, Source
+
 from .lift import HOLD_HEIGHT, HOLD_STEPS, LIFT_HEIGHT, MAX_DELTA
 from .mobile_lift import MobileLiftEnv, _inverse, in_base_frame
 
@@ -343,8 +344,8 @@ def main(argv=None) -> int:
     import argparse
     import json
 
-    from .base import EVAL_SEED_BASE
     from ..evaluate import run_episodes
+    from .base import EVAL_SEED_BASE
 
     p = argparse.ArgumentParser(description="perceived-pose expert baseline of the robot-mode mobile lift")
     p.add_argument("--episodes", type=int, default=100)

@@ -22,7 +22,6 @@ starts at rest over ROS, as in :class:`~rlstack_learning.ros.lockstep_env.Lockst
 
 from __future__ import annotations
 
-import time
 from types import SimpleNamespace
 from typing import Any, Callable, List, Optional, Sequence, Union
 

@@ -110,7 +110,8 @@ class ObsReader:
                 self.terms.append(_Obs(t.name, s.topic, "tf", [], "", s.derive, op=op))
             else:
                 raise Unsupported(f"observation term '{t.name}': {s.msg_type} {s.field}"
-                                  f"{' (' + (op or legacy) + ')' if (op or legacy) else ''} is not readable over ROS yet")
+                                  f"{' (' + (op or legacy) + ')' if (op or legacy) else ''} "
+                                  "is not readable over ROS yet")
             if self.terms[-1].kind != "term":
                 self.topic_types[s.topic] = s.msg_type
         self._prev: Dict[str, float] = {}
@@ -217,6 +218,6 @@ class ActWriter:
     def messages(self, command: np.ndarray, classes: Dict[str, type]) -> Dict[str, Any]:
         """One message per target topic for a command vector (term units)."""
         msgs = {topic: classes[topic]() for topic in self.topics}
-        for value, (topic, field, is_bool) in zip(command, self.slots):
-            setattr(msgs[topic], field, bool(value > 0) if is_bool else float(value))
+        for value, (topic, name, is_bool) in zip(command, self.slots):
+            setattr(msgs[topic], name, bool(value > 0) if is_bool else float(value))
         return msgs

@@ -79,7 +79,6 @@ from ..envs import ENVS, TRAIN_SEED_LIMIT
 from .io import JOINT_STATE, MARKER_ARRAY, POSE_ARRAY, ActWriter, ObsReader, message_stamp_ns, stamp_ns
 
 
-
 class LockstepError(RuntimeError):
     pass
 
