@@ -14,6 +14,7 @@ import time
 def main() -> int:
     try:
         import rclpy
+
         import rlstack_common  # noqa: F401  the workspace overlay is sourced
     except Exception as exc:  # noqa: BLE001  any import failure is the answer
         print(f"unhealthy: import failed: {exc}")

@@ -90,7 +90,8 @@ def main(argv=None) -> int:
                 checked[where].add(label)
                 socks = inet_sockets(pid)
                 if socks:
-                    found.append({"where": where, "process": label, "pid": pid, "sockets": socks, "t": round(time.time(), 1)})
+                    found.append({"where": where, "process": label, "pid": pid, "sockets": socks,
+                                  "t": round(time.time(), 1)})
 
     with lease_domain_id() as lease, ProcessGroup(lease.domain_id, out) as group:
         sim = group.start([sys.executable, "-m", "rlstack_launch", str(ROOT / "launch" / "sim.launch.yaml"),
@@ -125,7 +126,8 @@ def main(argv=None) -> int:
                     fail(f"the simulator exited: {group.log_dir / 'sim.log'}")
                 if docker("inspect", "-f", "{{.State.Running}}", name) != "true":
                     fail(f"the robot container exited: docker logs {name}")
-                host_pids = [pid for proc in (sim, client) for pid in (proc.popen.pid, *descendant_pids(proc.popen.pid))]
+                host_pids = [pid for proc in (sim, client)
+                             for pid in (proc.popen.pid, *descendant_pids(proc.popen.pid))]
                 sample(container_pid, host_pids)
                 time.sleep(a.period)
             # once more after the fetch: sockets opened late (a discovery fallback, say) show here

@@ -97,7 +97,8 @@ class ArmAdapter(Node):
         cmd = self.arm.on_tick(time.monotonic())
         if cmd is not None:
             if cmd.reason == "timeout":
-                self.get_logger().warning("end-effector steps stopped: arm stopped (zero twist)", throttle_duration_sec=5.0)
+                self.get_logger().warning("end-effector steps stopped: arm stopped (zero twist)",
+                                          throttle_duration_sec=5.0)
             self.publish_twist(cmd)
 
     def on_estop(self, msg: Bool) -> None:

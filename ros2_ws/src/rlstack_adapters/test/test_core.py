@@ -4,8 +4,7 @@ import math
 
 import pytest
 
-from rlstack_adapters.core import (
-    ArmAdapterConfig, ArmAdapterCore, GripperConfig, GripperCore, TwistStamperCore)
+from rlstack_adapters.core import ArmAdapterConfig, ArmAdapterCore, GripperConfig, GripperCore, TwistStamperCore
 
 
 def speed(cmd):

@@ -7,10 +7,11 @@ that way (docs/reference/mission.md). ``LATCHED``: one latched message per topic
 ``SENSOR``: camera images, depth and camera_info as subscribers request them: rclpy's
 ``qos_profile_sensor_data`` (best effort, volatile) with a history of 2 instead of 5. Every camera
 consumer works on the latest frame, and with 5 queued frames nav_controller's depth callbacks held
-its /odom callbacks back past ``odom_timeout_s`` (tests/test_nav_controller.py, blocked path). A best-effort volatile request matches
-both a reliable publisher (the sim bridge) and a best-effort one (most real camera drivers); a reliable
-request never connects to a best-effort driver. :func:`sensor_subscription` creates such a
-subscription with :func:`incompatible_qos_logger` attached. docs/reference/qos.md lists every topic.
+its /odom callbacks back past ``odom_timeout_s`` (tests/test_nav_controller.py, blocked path). A
+best-effort volatile request matches both a reliable publisher (the sim bridge) and a best-effort
+one (most real camera drivers); a reliable request never connects to a best-effort driver.
+:func:`sensor_subscription` creates such a subscription with :func:`incompatible_qos_logger`
+attached. docs/reference/qos.md lists every topic.
 """
 
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
