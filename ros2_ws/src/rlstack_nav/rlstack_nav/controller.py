@@ -227,8 +227,9 @@ class RegulatedPurePursuit:
         # final_rotation_hold tolerances: turning in place does not move the robot, but a localiser's
         # corrections move its estimate by centimetres, and approaching again for each of them
         # would turn the robot back and forth without end (noisy depth)
-        if dg <= p.goal_precision * self.xy_tol or (self._at_position and dg <= p.final_rotation_hold * self.xy_tol) or (
-                dg <= self.xy_tol and goal_ahead <= 0.2 * p.goal_precision * self.xy_tol):
+        if (dg <= p.goal_precision * self.xy_tol
+                or (self._at_position and dg <= p.final_rotation_hold * self.xy_tol)
+                or (dg <= self.xy_tol and goal_ahead <= 0.2 * p.goal_precision * self.xy_tol)):
             self._at_position = True
             self._idx = len(self.path) - 1
             if abs(yaw_err) <= p.goal_precision * self.yaw_tol or (

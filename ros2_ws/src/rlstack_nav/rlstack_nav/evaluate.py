@@ -7,14 +7,16 @@ mobile manipulator through ``set_base_velocity`` and ``step``; the depth camera 
 layer (so the small objects on the floor, which the map does not know, are avoided). Goals are
 visited one after the other from wherever the robot ended, and are sampled with the seed among
 *reachable* poses: free of the inflated map, connected to the robot on the map with the floor
-objects added (ground truth, used for sampling and scoring only), clear of those objects, at least ``--min-distance`` away, random heading.
+objects added (ground truth, used for sampling and scoring only), clear of those objects, at least
+``--min-distance`` away, random heading.
 
 A goal succeeds when the navigator reports SUCCEEDED **and** the ground-truth pose is within
 ``--xy-tol`` m and ``--yaw-tol`` rad of it **and** the robot touched nothing but the floor on the way
 (PyBullet contact points between the robot and any other body). Also reported: the smallest
 distance between the robot's footprint rectangle and the static boxes, time to goal over the ideal
-time (first plan's length at the speed limit; also with the turns in place at the turning speed) and path length over the shortest 8-connected grid
-path. Output: JSON on stdout, a markdown table on stderr.
+time (first plan's length at the speed limit; also with the turns in place at the turning speed) and
+path length over the shortest 8-connected grid path. Output: JSON on stdout, a markdown table on
+stderr.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
-from rlstack_nav.grid import Costmap, CostParams
+from rlstack_nav.grid import CostParams, Costmap
 from rlstack_nav.navigator import Code, NavParams, Navigator
 from rlstack_nav.obstacles import CameraModel, quat_to_matrix, yaw_from_quat
 from rlstack_nav.planner import GridPlanner
@@ -221,9 +223,8 @@ def shortest_grid_length(nav: Navigator, start, goal) -> float:
 def evaluate(goals: int = 20, seed: int = 0, control_rate_hz: float = 30.0, depth_rate_hz: float = 3.0,
              xy_tol: float = 0.05, yaw_tol: float = 0.1, params: Optional[NavParams] = None,
              progress: bool = True, timeout_s: float = 90.0) -> dict:
-    from sim_bridges import make_backend
-
     from rlstack_nav.home_map import home_map
+    from sim_bridges import make_backend
 
     params = params or NavParams()
     t_wall = time.perf_counter()
@@ -293,19 +294,23 @@ def evaluate(goals: int = 20, seed: int = 0, control_rate_hz: float = 30.0, dept
 
 def markdown(report: dict) -> str:
     s = report["summary"]
-    lines = ["| # | goal (x, y, yaw) | result | xy err (cm) | yaw err (rad) | time (s) | ideal (s) | clearance (m) | touched |",
+    lines = ["| # | goal (x, y, yaw) | result | xy err (cm) | yaw err (rad) | time (s) | ideal (s) "
+             "| clearance (m) | touched |",
              "|---|---|---|---|---|---|---|---|---|"]
     for o in report["outcomes"]:
         g = o["goal"]
-        lines.append(f"| {o['index']} | ({g[0]:.2f}, {g[1]:.2f}, {g[2]:.2f}) | {o['code']}{'' if o['success'] else ' (fail)'} "
-                     f"| {100 * o['xy_error']:.1f} | {o['yaw_error']:.3f} | {o['time_s']:.1f} | {o['ideal_time_s']:.1f} "
+        lines.append(f"| {o['index']} | ({g[0]:.2f}, {g[1]:.2f}, {g[2]:.2f}) "
+                     f"| {o['code']}{'' if o['success'] else ' (fail)'} "
+                     f"| {100 * o['xy_error']:.1f} | {o['yaw_error']:.3f} | {o['time_s']:.1f} "
+                     f"| {o['ideal_time_s']:.1f} "
                      f"| {o['min_clearance']:.2f} | {', '.join(o['touched']) or '-'} |")
     lines.append("")
     lines.append(f"**{s['succeeded']}/{s['goals']} succeeded ({100 * s['success_rate']:.0f} %)**, collisions "
                  f"{s['collisions']}, mean xy error {s['mean_xy_error_cm']:.1f} cm (max {s['max_xy_error_cm']:.1f}), "
                  f"mean yaw error {s['mean_yaw_error_rad']:.3f} rad (max {s['max_yaw_error_rad']:.3f}), "
                  f"time/ideal {s['time_over_ideal_mean']:.2f} (with turns at the turning speed "
-                 f"{s['time_over_ideal_with_turns_mean']:.2f}), path/shortest grid {s['path_over_shortest_grid_mean']:.3f}, "
+                 f"{s['time_over_ideal_with_turns_mean']:.2f}), "
+                 f"path/shortest grid {s['path_over_shortest_grid_mean']:.3f}, "
                  f"{s['sim_time_s']:.0f} s sim in {s['wall_time_s']:.0f} s wall")
     return "\n".join(lines)
 

@@ -16,7 +16,7 @@ from typing import Iterable, List, Optional, Sequence
 
 import numpy as np
 
-from rlstack_nav.grid import OCCUPIED, UNKNOWN, FREE, OccupancyGrid
+from rlstack_nav.grid import FREE, OCCUPIED, UNKNOWN, OccupancyGrid
 from rlstack_nav.map_io import save_map
 
 

@@ -28,9 +28,17 @@ from typing import Optional, Sequence, Tuple
 import numpy as np
 
 from rlstack_nav.collision import CollisionResult, check_path, point_clearance
-from rlstack_nav.controller import (APPROACHING, DONE, FINAL_ROTATING, FOLLOWING, ROTATING, ControllerParams,
-                                    RegulatedPurePursuit, wrap_angle)
-from rlstack_nav.grid import Costmap, CostParams, OccupancyGrid
+from rlstack_nav.controller import (
+    APPROACHING,
+    DONE,
+    FINAL_ROTATING,
+    FOLLOWING,
+    ROTATING,
+    ControllerParams,
+    RegulatedPurePursuit,
+    wrap_angle,
+)
+from rlstack_nav.grid import CostParams, Costmap, OccupancyGrid
 from rlstack_nav.obstacles import ObstacleLayer, ObstacleParams
 from rlstack_nav.planner import FailureKind, GridPlanner, PlanResult
 

@@ -69,7 +69,7 @@ NOISY_DEPTH_ALLOWANCES = {"floor_noise_per_m2": 0.004,    # the floor threshold:
 @dataclass
 class ObstacleParams:
     min_obstacle_height: float = 0.03   # m above the floor; lower returns are floor
-    floor_noise_per_m2: float = 0.0     # m per m^2 of depth: the floor threshold rises by this x depth^2 (noisy sensors)
+    floor_noise_per_m2: float = 0.0     # m/m^2: the floor threshold rises by this x depth^2 (noisy sensors)
     max_obstacle_height: float = 1.40   # m; higher returns cannot touch the robot
     max_range: float = 4.0              # m from the camera; farther returns are ignored
     self_filter_radius: float = 0.55    # m around base_link; returns inside are the robot itself

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from rlstack_nav.collision import check_path, point_clearance
-from rlstack_nav.grid import Costmap, CostParams, OccupancyGrid
+from rlstack_nav.grid import CostParams, Costmap, OccupancyGrid
 from rlstack_nav.obstacles import CameraModel, ObstacleLayer, ObstacleParams, depth_to_points, quat_to_matrix
 from rlstack_nav.planner import densify
 

@@ -5,8 +5,16 @@ import math
 import numpy as np
 import pytest
 
-from rlstack_nav.controller import (APPROACHING, DONE, FINAL_ROTATING, FOLLOWING, ROTATING, ControllerParams,
-                                    RegulatedPurePursuit, wrap_angle)
+from rlstack_nav.controller import (
+    APPROACHING,
+    DONE,
+    FINAL_ROTATING,
+    FOLLOWING,
+    ROTATING,
+    ControllerParams,
+    RegulatedPurePursuit,
+    wrap_angle,
+)
 from rlstack_nav.planner import densify
 
 DT = 1.0 / 30

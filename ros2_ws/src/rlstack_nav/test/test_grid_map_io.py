@@ -5,9 +5,9 @@ import math
 import numpy as np
 import pytest
 
-from rlstack_nav.grid import Costmap, CostParams, OccupancyGrid, distance_field, points_to_mask
+from rlstack_nav.grid import CostParams, Costmap, OccupancyGrid, distance_field, points_to_mask
 from rlstack_nav.home_map import home_map, map_from_boxes
-from rlstack_nav.map_io import (MapFormatError, image_to_occupancy, load_map, read_pgm, save_map, write_pgm)
+from rlstack_nav.map_io import MapFormatError, image_to_occupancy, load_map, read_pgm, save_map, write_pgm
 
 
 def brute_distance(obstacles, res):

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from rlstack_nav.grid import Costmap, CostParams, OccupancyGrid
+from rlstack_nav.grid import CostParams, Costmap, OccupancyGrid
 from rlstack_nav.planner import FailureKind, GridPlanner, densify, path_length
 
 
