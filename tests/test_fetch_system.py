@@ -5,10 +5,11 @@ policy node, mission) may subscribe to the simulator's ground truth: the live gr
 node by node; and the grasp_pose service answers bad requests with reasons.
 
 One graph serves the module (it takes ~25 s to start: the perception models load); each test
-resets the simulator to its layout (``/sim_bridge/reset`` with object poses), clears the semantic
-map and sets the mission parameters it needs (they apply from the next fetch). Outcomes are
-judged from the simulator's ground truth (rlstack_mission.harness), not only from the mission's
-own word.
+resets the simulator to its layout (the seeded ``/sim_bridge/reset``, our extension, then the
+target placed with the ROS 2 standard's ``set_entity_state``: rlstack_mission.harness), clears the
+semantic map and sets the mission parameters it needs (they apply from the next fetch). Outcomes
+are judged from the simulator's ground truth (rlstack_mission.harness), not only from the
+mission's own word.
 """
 
 from __future__ import annotations
@@ -129,31 +130,26 @@ def test_fetch_brings_the_cube_to_the_dropoff(graph):
 def test_a_cube_that_falls_out_on_the_way_is_noticed_and_never_a_success(graph):
     """The mission watches the hand on the way to the drop-off. (On MuJoCo the cube fell out of the
     closed hand twice, and the put-down with an empty hand was called SUCCEEDED.) Here the
-    simulator drops it (``/sim_bridge/move_objects``, evaluator-side) 1 s into the return drive,
-    onto the floor 0.45 m ahead of the base, where the real falls lay (early in the ~13 s drive, so
-    that a late feedback message cannot put the drop after the put-down). The mission must feel it,
-    stop, and either fetch it again from the floor (SUCCEEDED, then judged from ground truth) or
-    end with a reason that says it fell out: never a success the evaluator does not see."""
-    from geometry_msgs.msg import Pose
-
-    from rlstack_interfaces.srv import MoveObjects
-
+    simulator drops it (the ROS 2 standard's ``/sim_bridge/set_entity_state``, evaluator-side) 1 s
+    into the return drive, onto the floor 0.45 m ahead of the base, where the real falls lay (early
+    in the ~13 s drive, so that a late feedback message cannot put the drop after the put-down).
+    The mission must feel it, stop, and either fetch it again from the floor (SUCCEEDED, then
+    judged from ground truth) or end with a reason that says it fell out: never a success the
+    evaluator does not see."""
     layout = graph.harness.layout(1, HOME_MAP)
-    client = graph.probe.node.create_client(MoveObjects, "/sim_bridge/move_objects")
     moved = []
     latest = {"phase": "", "detail": ""}   # the mission's phase as this test last heard it
 
     def drop() -> None:
         x, y, qz, qw = graph.harness.true_base
         yaw = 2.0 * math.atan2(qz, qw)
-        pose = Pose()
-        pose.position.x, pose.position.y, pose.position.z = x + 0.45 * math.cos(yaw), y + 0.45 * math.sin(yaw), 0.03
-        pose.orientation.z, pose.orientation.w = math.sin(yaw / 2), math.cos(yaw / 2)
-        reply = graph.harness._call(client, MoveObjects.Request(object_names=[layout.target], object_poses=[pose]))
+        position = (x + 0.45 * math.cos(yaw), y + 0.45 * math.sin(yaw), 0.03)
+        ok, message = graph.harness.set_entity_state(layout.target, position,
+                                                     (0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2)))
         heard = f"{latest['phase']}: {latest['detail']}"
         time.sleep(1.0)
         after = graph.harness.ground_truth.get(layout.target)
-        moved.append((reply.success, reply.message, round(pose.position.x, 2), round(pose.position.y, 2),
+        moved.append((ok, message, round(position[0], 2), round(position[1], 2),
                       [round(v, 3) for v in after] if after else None, heard))
 
     def on_feedback(phase: str, detail: str) -> None:   # in the probe's executor: the drop in a thread

@@ -1,9 +1,10 @@
 """Start the fetch graph (launch/fetch.launch.yaml) through the project's runner and wait until it is ready.
 
 Used by the demo and the evaluation: ``with FetchGraph(root) as g: ...`` starts the runner in its
-own process group (logs to a file), waits for the sim bridge's reset service, the semantic map's
-query service and the ``/fetch`` action, and on exit stops the graph with SIGINT (then SIGTERM,
-SIGKILL) so that no process outlives it.
+own process group (logs to a file), waits for the sim bridge's services the harness calls (its
+``~/reset``, our extension, and the standard ``set_entity_state`` and ``set_simulation_state``),
+the semantic map's query service and the ``/fetch`` action, and on exit stops the graph with
+SIGINT (then SIGTERM, SIGKILL) so that no process outlives it.
 """
 
 from __future__ import annotations
@@ -96,14 +97,18 @@ class FetchGraph:
 
 def wait_until_ready(node, alive: Callable[[], bool], timeout_s: float = 120.0, log_hint: str = "") -> float:
     """Block until the fetch graph's services and ``/fetch`` action are discovered from ``node``
-    (spun elsewhere); ``alive()`` false means the graph died. Returns the seconds it took."""
+    (spun elsewhere): the bridge's services the harness calls (its ``~/reset``, our extension, and the
+    standard ``set_entity_state`` and ``set_simulation_state``: :mod:`rlstack_mission.harness`), the
+    semantic map's query and clear; ``alive()`` false means the graph died. Returns the seconds it took."""
     from std_srvs.srv import Trigger
 
     from rlstack_interfaces.srv import QueryObjects, ResetSim
+    from rlstack_mission.harness import SIM_BRIDGE, sim_state_clients
     from rlstack_mission.send_fetch import fetch_action_client
 
     t0 = time.monotonic()
-    waits = [node.create_client(ResetSim, "/sim_bridge/reset"), node.create_client(QueryObjects, "/semantic_map/query"),
+    waits = [node.create_client(ResetSim, f"{SIM_BRIDGE}/reset"), *sim_state_clients(node),
+             node.create_client(QueryObjects, "/semantic_map/query"),
              node.create_client(Trigger, "/semantic_map/clear")]
     action = fetch_action_client(node, "/fetch")   # kept: destroying it under a spinning executor crashed it
     try:

@@ -1,9 +1,15 @@
 """Run fetches on a live fetch graph and judge them from the simulator's ground truth.
 
 Shared by the demo (tools/demo.py), the evaluation (:mod:`rlstack_mission.evaluate`) and the system
-tests. It owns no robot logic: it resets the simulator to a layout (``/sim_bridge/reset`` with the
-target's pose), clears the semantic map, sends one ``/fetch`` goal and measures, from ground truth,
-where the target ended up and how far the base drove.
+tests. It owns no robot logic: it sets the simulator up for a layout, clears the semantic map, sends
+one ``/fetch`` goal and measures, from ground truth, where the target ended up and how far the base
+drove.
+
+Simulator calls (docs/reference/simulation-interfaces.md, "Clients of the simulator"): the seeded
+layout comes from the bridge's ``/sim_bridge/reset`` with a seed, our extension (``ResetSim``: the
+standard's ResetSimulation takes no seed); objects are placed with the ROS 2 standard's
+``SetEntityState`` (``/sim_bridge/set_entity_state``), one call per object, inside a standard
+pause (``SetSimulationState``) so that no step runs between the reset and the placement.
 """
 
 from __future__ import annotations
@@ -19,6 +25,57 @@ from typing import Callable, Dict, List, Optional, Tuple
 from .frames import yaw_of
 from .layouts import FetchLayout, make_layout
 from .send_fetch import send_fetch
+
+#: the fetch graph's simulator bridge: its own services (``~/reset``) and the ROS 2 standard ones
+#: (``simulation_interfaces``; bridge parameter ``simulation_interfaces_prefix`` ``~``) under its name
+SIM_BRIDGE = "/sim_bridge"
+
+#: (object name, position x y z, quaternion x y z w) in the simulator's world frame
+Placement = Tuple[str, Tuple[float, float, float], Tuple[float, float, float, float]]
+
+
+def layout_placements(layout: FetchLayout) -> List[Placement]:
+    """What a layout places after its seeded reset: the target at its layout pose (x, y, z and the
+    yaw as a quaternion about z), in the simulator's world frame."""
+    x, y, z = (float(v) for v in layout.target_pose[:3])
+    return [(layout.target, (x, y, z), tuple(float(v) for v in layout.quaternion()))]
+
+
+def check_placements(placements: List[Placement]) -> str:
+    """Why the placements cannot all be made ('' when they can): a name given twice, a non-finite
+    pose, or an orientation that is not a unit quaternion (within 1e-3, the bridge's own rule).
+    Checked before the first is sent: the standard places one entity per call, and a refusal found
+    here moves nothing (as the extension's all-or-nothing ``~/move_objects`` did). An unknown name
+    is the simulator's to refuse (``RESULT_NOT_FOUND``)."""
+    seen = set()
+    for name, position, quaternion in placements:
+        if name in seen:
+            return f"object '{name}' is placed twice"
+        seen.add(name)
+        if len(position) != 3 or len(quaternion) != 4:
+            return f"pose of '{name}' is not a position (x, y, z) and a quaternion (x, y, z, w)"
+        values = [float(v) for v in (*position, *quaternion)]
+        if not all(math.isfinite(v) for v in values):
+            return f"pose of '{name}' is not finite: {values}"
+        if abs(math.sqrt(sum(float(v) ** 2 for v in quaternion)) - 1.0) > 1e-3:
+            return f"orientation of '{name}' is not a unit quaternion: {list(quaternion)}"
+    return ""
+
+
+def entity_state_request(name: str, position, quaternion):
+    """The standard ``SetEntityState`` request that places ``name`` at rest: the pose (in the
+    simulator's world frame: an empty ``frame_id``) and a zero twist (``set_twist``: a simulator that
+    keeps an entity's velocity on a pose change still stops it; our bridge places objects at rest
+    either way and accepts a zero twist). The acceleration is not set."""
+    from simulation_interfaces.srv import SetEntityState
+
+    req = SetEntityState.Request(entity=name, set_pose=True, set_twist=True, set_acceleration=False)
+    req.state.header.frame_id = ""
+    p, q = req.state.pose.position, req.state.pose.orientation
+    p.x, p.y, p.z = (float(v) for v in position)
+    q.x, q.y, q.z, q.w = (float(v) for v in quaternion)
+    return req
+
 
 #: a fetch succeeds when the mission says so and the object rests on the floor this close to the drop-off
 DROPOFF_TOLERANCE = 0.35
@@ -82,6 +139,16 @@ def held_target_error(base: Tuple[float, float, float, float], obj: Tuple[float,
             "yaw_deg": round(math.degrees(dyaw), 1)}
 
 
+def sim_state_clients(node) -> Tuple:
+    """The standard services the harness calls on the bridge: (``SetEntityState``,
+    ``SetSimulationState``) clients on ``node``. :func:`rlstack_mission.graph.wait_until_ready` waits
+    for them too."""
+    from simulation_interfaces.srv import SetEntityState, SetSimulationState
+
+    return (node.create_client(SetEntityState, f"{SIM_BRIDGE}/set_entity_state"),
+            node.create_client(SetSimulationState, f"{SIM_BRIDGE}/set_simulation_state"))
+
+
 class FetchHarness:
     """Needs a node spun by an executor in another thread (e.g. rlstack_testing's probe)."""
 
@@ -97,7 +164,10 @@ class FetchHarness:
         from rlstack_interfaces.srv import ResetSim
 
         self.node = node
-        self.reset_client = node.create_client(ResetSim, "/sim_bridge/reset")
+        # our extension: the standard's reset takes no seed, and a layout is a seed's placement
+        self.reset_client = node.create_client(ResetSim, f"{SIM_BRIDGE}/reset")
+        # the ROS 2 standard (simulation_interfaces): placing objects, pausing around a layout's set-up
+        self.set_entity_client, self.sim_state_client = sim_state_clients(node)
         self.clear_client = node.create_client(Trigger, "/semantic_map/clear")
         self._lock = threading.Lock()
         self.ground_truth: Dict[str, Tuple[float, float, float]] = {}
@@ -241,7 +311,8 @@ class FetchHarness:
 
     def layout(self, seed: int, map_yaml: str, target_color: str = "", support: str = "table",
                kind: str = "cube") -> FetchLayout:
-        """The fetch layout of ``seed`` (resets the simulator to the seed to read its placement)."""
+        """The fetch layout of ``seed`` (resets the simulator to the seed to read its placement: our
+        extension's ``~/reset`` with a seed, which the standard's reset does not take)."""
         from rlstack_interfaces.srv import ResetSim
         from rlstack_nav.map_io import load_map
 
@@ -255,23 +326,71 @@ class FetchHarness:
         return make_layout(seed, gt, grid.occupied_mask(), grid.resolution, grid.origin[:2], target_color=target_color,
                            support=support, kind=kind)
 
+    def set_entity_state(self, name: str, position, quaternion) -> Tuple[bool, str]:
+        """Place one object now, at rest, through the standard ``SetEntityState`` (no reset): whether
+        the simulator did, and its message (the standard's ``error_message``, or ``moved <name>``)."""
+        from simulation_interfaces.msg import Result
+
+        reply = self._call(self.set_entity_client, entity_state_request(name, position, quaternion))
+        ok = reply.result.result == Result.RESULT_OK
+        return ok, reply.result.error_message or (f"moved {name}" if ok else f"result code {reply.result.result}")
+
+    def place(self, placements: List[Placement]) -> None:
+        """Place objects at rest, one standard ``SetEntityState`` each, in order. Every pose is checked
+        first (:func:`check_placements`: nothing is sent when one is bad); a refusal by the simulator
+        after some were placed raises with those named (the next :meth:`apply` starts from a reset)."""
+        bad = check_placements(placements)
+        if bad:
+            raise RuntimeError(f"placement refused: {bad}")
+        done: List[str] = []
+        for name, position, quaternion in placements:
+            ok, message = self.set_entity_state(name, position, quaternion)
+            if not ok:
+                placed = f" (placed before it: {', '.join(done)})" if done else ""
+                raise RuntimeError(f"set_entity_state {name} failed: {message}{placed}")
+            done.append(name)
+
+    def _set_simulation_state(self, state: int) -> int:
+        """Standard ``SetSimulationState``; returns its result code (raises on any other refusal)."""
+        from simulation_interfaces.msg import Result
+        from simulation_interfaces.srv import SetSimulationState
+
+        req = SetSimulationState.Request()
+        req.state.state = state
+        reply = self._call(self.sim_state_client, req)
+        code = reply.result.result
+        if code not in (Result.RESULT_OK, SetSimulationState.Response.ALREADY_IN_TARGET_STATE):
+            raise RuntimeError(f"set_simulation_state {state} failed ({code}): {reply.result.error_message}")
+        return code
+
     def apply(self, layout: FetchLayout) -> None:
-        """Reset the simulator to the layout and clear the semantic map."""
-        from geometry_msgs.msg import Pose
+        """Reset the simulator to the layout and clear the semantic map.
+
+        The simulator is paused (standard ``SetSimulationState``), reset to the layout's seed (our
+        extension's ``~/reset``: the standard's reset takes no seed), the layout's objects placed
+        (standard ``SetEntityState``, :meth:`place`), then played again: no step runs between the reset
+        and the placement, as when both were one ``~/reset`` call. A simulator that was paused already
+        (lockstep mode) is left paused."""
+        from simulation_interfaces.msg import Result, SimulationState
         from std_srvs.srv import Trigger
 
         from rlstack_interfaces.srv import ResetSim
 
-        pose = Pose()
-        pose.position.x, pose.position.y, pose.position.z = layout.target_pose[:3]
-        q = layout.quaternion()
-        pose.orientation.x, pose.orientation.y, pose.orientation.z, pose.orientation.w = q
+        placements = layout_placements(layout)
+        bad = check_placements(placements)
+        if bad:
+            raise RuntimeError(f"layout of seed {layout.seed}: {bad}")
         with self._lock:
             self.true_base = None
-        reply = self._call(self.reset_client, ResetSim.Request(seed=layout.seed, object_names=[layout.target],
-                                                                object_poses=[pose]))
-        if not reply.success:
-            raise RuntimeError(f"reset failed: {reply.message}")
+        paused_here = self._set_simulation_state(SimulationState.STATE_PAUSED) == Result.RESULT_OK
+        try:
+            reply = self._call(self.reset_client, ResetSim.Request(seed=layout.seed))
+            if not reply.success:
+                raise RuntimeError(f"reset failed: {reply.message}")
+            self.place(placements)
+        finally:
+            if paused_here:
+                self._set_simulation_state(SimulationState.STATE_PLAYING)
         self.relocalize()
         # after relocalising: no object mapped on a stale pose
         cleared = self._call(self.clear_client, Trigger.Request())
