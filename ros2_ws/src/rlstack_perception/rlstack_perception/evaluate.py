@@ -33,8 +33,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from rlstack_common.results_record import add_record_argument, command_line, record
 
+from rlstack_common.results_record import add_record_argument, command_line, record
 from rlstack_perception.noun_words import NOUN_RULE_MODES
 from rlstack_perception.semantic_map import FORMAT as MAP_FORMAT
 from rlstack_perception.wordings import UNSEEN_SHAPE_WORDS
@@ -164,18 +164,18 @@ def rescore(maps_dir, pipeline_factory=None) -> dict:
             for scene, (hits, conf, held, seeds) in per_scene.items()}
 
 
-def evaluate(layouts=(2000, 2001, 2002, 2003, 2004), views: int = 3, scenes=("home", "panda_table"), pipeline_factory=None,
-             log=lambda *a: print(*a, file=sys.stderr), depth_noise=None, save_maps: str = ""):
+def evaluate(layouts=(2000, 2001, 2002, 2003, 2004), views: int = 3, scenes=("home", "panda_table"),
+             pipeline_factory=None, log=lambda *a: print(*a, file=sys.stderr), depth_noise=None,
+             save_maps: str = ""):
     """``depth_noise``: a ``sim_bridges.sensor_noise.DepthNoise`` applied to every rendered view (and
     its RGB when the model has ``rgb_sigma``), as the bridge does in the fetch graph; None: exact depth.
     Ground-truth masks come from the exact depth, so segmentation IoU counts what the noise costs.
     ``save_maps``: a folder; each layout's map and the objects' true labels and centres are written
     there (``{scene}_{seed}.json``), so :func:`rescore` can ask the queries again without rendering."""
-    from sim_bridges import make_backend
-
     from rlstack_perception import simtools as st
     from rlstack_perception.localise import surface_centroid
     from rlstack_perception.pipeline import Pipeline
+    from sim_bridges import make_backend
 
     pipe = _prepared((pipeline_factory or Pipeline.default)())
     results = {}
@@ -326,7 +326,8 @@ def main(argv=None) -> int:
     ap.add_argument("--depth-noise", action="store_true",
                     help="the bridge's RGB-D depth noise model on every view (the fetch graph's default)")
     ap.add_argument("--weights", default=None,
-                    help="crop_cnn: a folder with another crop_embedder.onnx + query_head.npz (default: the packaged pair)")
+                    help="crop_cnn: a folder with another crop_embedder.onnx + query_head.npz "
+                         "(default: the packaged pair)")
     ap.add_argument("--snap-temperature", type=float, default=None, help="the map's snap_temperature (default 200)")
     ap.add_argument("--save-maps", default="", help="write each layout's map and true objects into this folder")
     ap.add_argument("--rescore", default="",

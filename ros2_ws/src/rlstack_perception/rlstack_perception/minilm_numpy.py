@@ -27,7 +27,7 @@ def _layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> np.n
 
 
 def _gelu(x: np.ndarray) -> np.ndarray:
-    from scipy.special import erf   # BERT's exact GELU (not the tanh approximation)
+    from scipy.special import erf  # BERT's exact GELU (not the tanh approximation)
 
     return (0.5 * x * (1.0 + erf(x / np.sqrt(2.0)))).astype(np.float32)
 

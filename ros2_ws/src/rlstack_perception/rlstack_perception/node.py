@@ -33,8 +33,8 @@ from rlstack_interfaces.msg import ObjectMatch, SemanticMap, SemanticObject
 from rlstack_interfaces.srv import QueryObjects
 from rlstack_perception.frame import Frame, FrameError
 from rlstack_perception.parameters import SEMANTIC_MAP, make_embedder, make_segmenter
-from rlstack_perception.semantic_map import CorruptMapFile, MapConfig
 from rlstack_perception.segment import FilterConfig
+from rlstack_perception.semantic_map import CorruptMapFile, MapConfig
 from rlstack_perception.tf_buffer import TfBuffer, TransformNotYet
 
 

@@ -249,7 +249,8 @@ class NounLexicon:
         if colours is None:
             from rlstack_perception.colour_words import lexicon
 
-            colours = list(lexicon()) + [c for cs in W.TRAIN_COLOURS.values() for c in cs] + list(W.TRAIN_ABSENT_COLOURS)
+            colours = (list(lexicon()) + [c for cs in W.TRAIN_COLOURS.values() for c in cs]
+                       + list(W.TRAIN_ABSENT_COLOURS))
         if shape_table is None:
             from rlstack_perception.shape_words import load_table as shapes
 

@@ -21,8 +21,15 @@ from rlstack_perception.embed import LABELS, Embedder, TextEncoder
 from rlstack_perception.frame import Frame
 from rlstack_perception.localise import localise
 from rlstack_perception.query_text import canonical_query
-from rlstack_perception.segment import (DepthPlaneSegmenter, FilterConfig, Segment, Segmenter, filter_segments,
-                                        height_above_support, support_levels)
+from rlstack_perception.segment import (
+    DepthPlaneSegmenter,
+    FilterConfig,
+    Segment,
+    Segmenter,
+    filter_segments,
+    height_above_support,
+    support_levels,
+)
 from rlstack_perception.semantic_map import Detection, MapConfig, SemanticMapCore
 
 BACKGROUND_TEXT = ("background clutter", "a background clutter", "furniture", "a wall", "the floor", "a table")

@@ -40,10 +40,12 @@ class QueryHead:
     ``shape_words``: a shape named by a WordNet synonym of a training shape word
     (:mod:`rlstack_perception.shape_words`) is accepted whatever the head says. ``noun_words``: the
     query's head noun read through the WordNet noun table (:mod:`rlstack_perception.noun_words`,
-    :class:`~rlstack_perception.noun_words.NounRule` modes): "heads" (the default): "reject" and "accept" both; "reject": a head noun that is-a training absent kind ("the red
-    goblet") accepts no kind; "accept": a head noun the head never saw that is-a training word of a kind
-    accepts that kind ("the soup can" is a cylinder); "full": both, and a noun that only modifies another
-    ("tennis *ball* can") does not ground the query; "off" (or False): none. Measured: docs/results.md; the choice: docs/design/rare-object-nouns.md."""
+    :class:`~rlstack_perception.noun_words.NounRule` modes): "heads" (the default): "reject" and
+    "accept" both; "reject": a head noun that is-a training absent kind ("the red goblet") accepts no
+    kind; "accept": a head noun the head never saw that is-a training word of a kind accepts that
+    kind ("the soup can" is a cylinder); "full": both, and a noun that only modifies another
+    ("tennis *ball* can") does not ground the query; "off" (or False): none. Measured:
+    docs/results.md; the choice: docs/design/rare-object-nouns.md."""
 
     def __init__(self, path: os.PathLike | str = DEFAULT_QUERY_HEAD, colour_words: bool = True,
                  shape_words: bool = True, noun_words: bool | str = "heads") -> None:
@@ -136,8 +138,8 @@ class QueryHead:
 
     def covers(self, labels: Sequence[str]) -> bool:
         """Whether every label is one the head can score (colour x a kind of its vocabulary)."""
-        return bool(labels) and all(len(l.split()) == 2 and l.split()[0] in COLOURS and l.split()[1] in self.kinds
-                                    for l in labels)
+        return bool(labels) and all(len(label.split()) == 2 and label.split()[0] in COLOURS
+                                    and label.split()[1] in self.kinds for label in labels)
 
 
 def load_default(path: Optional[os.PathLike | str] = None, **kwargs) -> Optional[QueryHead]:

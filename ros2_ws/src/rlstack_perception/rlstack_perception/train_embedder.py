@@ -26,8 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from rlstack_perception.embed import (CROP, PROTOTYPE_TEMPLATES, WEIGHTS_DIR, TextEncoder, crop_input)
-from rlstack_perception.embed import ALL_LABELS as LABELS   # colour x every kind (embed.KINDS)
+from rlstack_perception.embed import ALL_LABELS as LABELS  # colour x every kind (embed.KINDS)
+from rlstack_perception.embed import CROP, PROTOTYPE_TEMPLATES, WEIGHTS_DIR, TextEncoder, crop_input
 from rlstack_perception.wordings import UNSEEN_SHAPE_WORDS
 
 BACKGROUND = "background clutter"
@@ -47,18 +47,18 @@ def unseen_queries():
     return out
 
 
-def render_dataset(seeds, views_per_object: int, jitters: int, rng_seed: int, log=print, depth_noise_share: float = 0.0):
+def render_dataset(seeds, views_per_object: int, jitters: int, rng_seed: int, log=print,
+                   depth_noise_share: float = 0.0):
     """(crops uint8 (N,4,32,32), labels int (N,), layout seed (N,)) from home, home_kinds and panda_table.
 
     ``depth_noise_share``: this share of the views goes through the bridge's RGB-D depth noise model
     (``sim_bridges.sensor_noise.DepthNoise``, the fetch graph's default) before segmentation, so the
     embedder also learns the ragged masks a real depth camera gives; the labels still come from the
     exact render."""
-    from sim_bridges import make_backend
-    from sim_bridges.sensor_noise import DepthNoise
-
     from rlstack_perception import simtools as st
     from rlstack_perception.segment import DepthPlaneSegmenter, FilterConfig, filter_segments, support_levels
+    from sim_bridges import make_backend
+    from sim_bridges.sensor_noise import DepthNoise
 
     seg = DepthPlaneSegmenter()
     rng = np.random.default_rng(rng_seed)
@@ -134,7 +134,8 @@ def main(argv=None) -> int:
                     help="weight of the cosine regression to the own prototype (keeps embeddings on the "
                          "text prototypes, which unseen wordings need)")
     ap.add_argument("--depth-noise-share", type=float, default=0.5,
-                    help="share of the views rendered through the bridge's depth noise model (0..1; the shipped weights: 0.5, since the fetch graph's depth is noisy by default)")
+                    help="share of the views rendered through the bridge's depth noise model (0..1; the shipped "
+                         "weights: 0.5, since the fetch graph's depth is noisy by default)")
     ap.add_argument("--cache", default="", help="crop cache (default out/perception/crops[_noise<share>].npz)")
     ap.add_argument("--out", default=str(WEIGHTS_DIR))
     args = ap.parse_args(argv)
@@ -219,7 +220,8 @@ def main(argv=None) -> int:
     qe = text.encode([q for q, _ in queries])
     trained = text.encode([f"the {lab}" for lab in LABELS])
     hits, hits_tr, n = 0, 0, 0
-    seen = [k for k in range(len(LABELS)) if (yv == k).any()]   # labels with test crops (not every colour of a kind is rendered)
+    # labels with test crops (not every colour of a kind is rendered)
+    seen = [k for k in range(len(LABELS)) if (yv == k).any()]
     queries = [(q, lab) for q, lab in queries if LABELS.index(lab) in seen]
     qe = text.encode([q for q, _ in queries])
     trained = trained[seen]

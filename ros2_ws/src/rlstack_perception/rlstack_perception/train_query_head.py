@@ -88,7 +88,7 @@ def calibrate(scores: np.ndarray, queries: Sequence[W.Query]) -> float:
     """Threshold that best separates in-vocabulary (score of an accepted label) from absent (best score)."""
     pos, neg = [], []
     for s, q in zip(scores, queries):
-        acc = [LABELS.index(l) for l in q.labels]
+        acc = [LABELS.index(label) for label in q.labels]
         if acc:
             pos.append(max(s[acc]))
         else:
@@ -235,7 +235,8 @@ def main(argv=None) -> int:
                     help="only calibrate a cosine match_threshold for this open_clip checkpoint (embedder clip)")
     ap.add_argument("--clip-model", default="ViT-B-32", help="open_clip model name or .json config (--calibrate-clip)")
     ap.add_argument("--compare-head", default="", metavar="NPZ",
-                    help="also report an existing head (its card's threshold) on the held-out sets, e.g. the one before")
+                    help="also report an existing head (its card's threshold) on the held-out sets, "
+                         "e.g. the one before")
     ap.add_argument("--score-head", default="", metavar="NPZ",
                     help="only report an existing head (its card's threshold) on the held-out sets, without and "
                          "with the WordNet shape words, and with the shape and noun words, at label level; no training")
@@ -303,7 +304,8 @@ def main(argv=None) -> int:
         thr_old = json.loads(card.read_text())["match_threshold"] if card.is_file() else 0.5
         results[f"compared: {args.compare_head}"] = {
             "match_threshold": thr_old,
-            **report(label_matrix(with_colour_rule(forward(old, xho, head_kinds(args.compare_head)), held)), held, thr_old)}
+            **report(label_matrix(with_colour_rule(forward(old, xho, head_kinds(args.compare_head)), held)), held,
+                     thr_old)}
         print(f"[eval] compared: {json.dumps(results[f'compared: {args.compare_head}'])}", flush=True)
     params = None
     for name, v in variants.items():
@@ -367,7 +369,8 @@ def main(argv=None) -> int:
                                     "validation draw of the training generator (seed 1), never the held-out set"),
         "train_wordings": len(train_q), "val_wordings": len(val_q), "epochs": args.epochs,
         "input_noise": args.noise, "colour_words": not args.no_colour_words,
-        "shape_words": not args.no_shape_words, "train_seconds": res["train_seconds"], "seconds_total": round(time.time() - t0, 1),
+        "shape_words": not args.no_shape_words, "train_seconds": res["train_seconds"],
+        "seconds_total": round(time.time() - t0, 1),
         "heldout_label_level": {k: v for k, v in res.items() if k not in ("match_threshold", "train_seconds")},
         "old_query_side_label_level": results["raw cosine to prototypes (old query side)"],
     }

@@ -245,7 +245,8 @@ def all_heldout_queries(kinds: bool = True) -> List[Query]:
     return (out + heldout_queries(HELDOUT_KINDS_FILE, "kinds_") + heldout_queries(HELDOUT_UNSEEN_FILE, "unseen_")
             + heldout_queries(HELDOUT_COMPOUNDS_DEV_FILE, "compounds_dev_")
             + heldout_queries(HELDOUT_COMPOUNDS_TEST_FILE, "compounds_test_")
-            + heldout_queries(HELDOUT_NOUNS_DEV_FILE, "nouns_dev_") + heldout_queries(HELDOUT_NOUNS_TEST_FILE, "nouns_test_"))
+            + heldout_queries(HELDOUT_NOUNS_DEV_FILE, "nouns_dev_")
+            + heldout_queries(HELDOUT_NOUNS_TEST_FILE, "nouns_test_"))
 
 
 def is_absent(column: str) -> bool:

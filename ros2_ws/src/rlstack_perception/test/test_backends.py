@@ -11,9 +11,8 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
-from torch import nn  # noqa: E402
-
 from synthetic import render  # noqa: E402
+from torch import nn  # noqa: E402
 
 from rlstack_perception.backends.clip import ClipEmbedder  # noqa: E402
 from rlstack_perception.backends.sam import SamSegmenter, TorchSamPredictor  # noqa: E402

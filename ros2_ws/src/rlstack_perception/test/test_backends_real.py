@@ -29,8 +29,13 @@ except ImportError as exc:  # pragma: no cover - packages not installed
     pytest.skip(f"segment_anything/open_clip not importable: {exc}", allow_module_level=True)
 
 from rlstack_perception.backends.clip import ClipEmbedder, build_clip  # noqa: E402
-from rlstack_perception.backends.sam import (SamAutomaticSegmenter, SamSegmenter, TorchSamPredictor,  # noqa: E402
-                                             build_sam, register_sam_builder)
+from rlstack_perception.backends.sam import (  # noqa: E402
+    SamAutomaticSegmenter,
+    SamSegmenter,
+    TorchSamPredictor,
+    build_sam,
+    register_sam_builder,
+)
 from rlstack_perception.embed import TextEncoder  # noqa: E402
 from rlstack_perception.pipeline import Pipeline  # noqa: E402
 from rlstack_perception.segment import DepthPlaneSegmenter, FilterConfig  # noqa: E402

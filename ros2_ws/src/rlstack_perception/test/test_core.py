@@ -4,13 +4,18 @@ import json
 
 import numpy as np
 import pytest
-
 from synthetic import render
 
 from rlstack_perception.frame import Frame, FrameError
 from rlstack_perception.localise import localise, surface_centroid
-from rlstack_perception.segment import (DepthPlaneSegmenter, FilterConfig, Segment, filter_segments,
-                                        height_above_support, support_levels)
+from rlstack_perception.segment import (
+    DepthPlaneSegmenter,
+    FilterConfig,
+    Segment,
+    filter_segments,
+    height_above_support,
+    support_levels,
+)
 from rlstack_perception.semantic_map import CorruptMapFile, Detection, MapConfig, SemanticMapCore
 from rlstack_perception.tf_buffer import TfBuffer
 

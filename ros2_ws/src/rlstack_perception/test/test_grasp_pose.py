@@ -9,9 +9,18 @@ import numpy as np
 import pytest
 
 from rlstack_perception.frame import Frame
-from rlstack_perception.grasp_pose import (BAD_INPUT, POSE_UNCERTAIN, TARGET_NOT_VISIBLE, GraspPose, convex_hull,
-                                           estimate_grasp_pose, fuse_estimates, min_area_rectangle, polygon_area,
-                                           wrap_quarter)
+from rlstack_perception.grasp_pose import (
+    BAD_INPUT,
+    POSE_UNCERTAIN,
+    TARGET_NOT_VISIBLE,
+    GraspPose,
+    convex_hull,
+    estimate_grasp_pose,
+    fuse_estimates,
+    min_area_rectangle,
+    polygon_area,
+    wrap_quarter,
+)
 
 
 @pytest.mark.parametrize("angle", [0.0, 0.3, -0.6, 1.2, 2.0])
@@ -36,9 +45,8 @@ def test_wrap_quarter():
 
 @pytest.fixture(scope="module")
 def views():
-    from sim_bridges.sensor_noise import DepthNoise
-
     from rlstack_perception.evaluate_grasp_pose import evaluate
+    from sim_bridges.sensor_noise import DepthNoise
 
     return evaluate(layouts=3, views=2, seed=3, progress=False, depth_noise=DepthNoise())
 

