@@ -48,12 +48,34 @@ from __future__ import annotations
 from rlstack_bundle.terms import IO_FORMAT
 
 from .actions import SAFE_MODES, ActionShaper, EStopLatch, fill_messages, parse_max_rate, parse_safe
-from .messages import (INTEGER, NUMERIC, Segment, SpecError, compile_path, message_class, parse_field, read_path,
-                       ros_fields)
+from .messages import (
+    INTEGER,
+    NUMERIC,
+    Segment,
+    SpecError,
+    compile_path,
+    message_class,
+    parse_field,
+    read_path,
+    ros_fields,
+)
 from .observations import ObservationAssembler
-from .plan import (SUPPORTED_DERIVES, ActPlan, ActTermPlan, Derive, ObsPlan, ObsTermPlan, TFBuffer, compile_io,
-                   descriptor_topics, parse_derive, parse_key_indices, parse_remaps, update_tf_buffer,
-                   wiring_mismatch)
+from .plan import (
+    SUPPORTED_DERIVES,
+    ActPlan,
+    ActTermPlan,
+    Derive,
+    ObsPlan,
+    ObsTermPlan,
+    TFBuffer,
+    compile_io,
+    descriptor_topics,
+    parse_derive,
+    parse_key_indices,
+    parse_remaps,
+    update_tf_buffer,
+    wiring_mismatch,
+)
 from .stats import LoopStats, percentile
 
 __all__ = [

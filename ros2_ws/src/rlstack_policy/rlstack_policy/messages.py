@@ -106,7 +106,8 @@ class _Step:
 
 def compile_path(type_name: str, text: str, key: Optional[str], index: Optional[int],
                  key_indices: Mapping[str, int], fields_of: Callable[[str], Dict[str, str]] = ros_fields,
-                 allow_message_leaf: bool = False, keys: Optional[Sequence[str]] = None) -> Tuple[List[List[_Step]], str]:
+                 allow_message_leaf: bool = False,
+                 keys: Optional[Sequence[str]] = None) -> Tuple[List[List[_Step]], str]:
     """Check ``text`` against the message type and return (one step list per key, leaf type).
 
     ``keys`` (several keys, e.g. for a sum) compiles one path per key. The leaf must be numeric

@@ -20,6 +20,7 @@ from rlstack_bundle import derive as derive_ops
 
 from .plan import ObsPlan, ObsTermPlan, TFBuffer, update_tf_buffer
 
+
 @dataclass
 class _TopicState:
     terms: List[ObsTermPlan]

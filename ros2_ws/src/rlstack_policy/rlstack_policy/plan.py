@@ -21,7 +21,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from rlstack_bundle import derive as derive_ops  # pure Python: the same operations the envs use
 from rlstack_bundle.terms import IO_FORMAT
 
-from .messages import SpecError, _normalise_type, _quat, _split_type, _Step, compile_path, read_path, ros_fields
+from .messages import SpecError, _Step, _normalise_type, _quat, _split_type, compile_path, read_path, ros_fields
+
 
 # ----------------------------------------------------------------------------- derives
 @dataclass(frozen=True)
@@ -243,7 +244,8 @@ def compile_io(io: Mapping[str, Any], key_indices: Mapping[str, int] = None, rem
         try:
             paths, leaf = compile_path(tgt["type"], tgt["field"], None, None, {}, fields_of)
             if any(s.select for s in paths[0]):
-                raise SpecError(f"target field '{tgt['field']}' selects a sequence element; targets must be plain fields")
+                raise SpecError(f"target field '{tgt['field']}' selects a sequence element; "
+                                "targets must be plain fields")
             threshold = None
             if leaf == "boolean":
                 m = re.search(r"value\s*>\s*(-?[0-9.]+)", str(tgt.get("derive") or ""))

@@ -83,10 +83,11 @@ class PolicyNode(LifecycleNode):
         self._estop = core.EStopLatch()
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        self.create_subscription(Bool, "estop", self._on_estop, QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
+        self.create_subscription(Bool, "estop", self._on_estop,
+                                 QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
         self.create_service(Trigger, "~/reset_estop", self._on_reset_estop)
-        self._diag_timer = self.create_timer(self.get_parameter("diagnostics_period_s").value, self._publish_diagnostics,
-                                             clock=self._steady)
+        self._diag_timer = self.create_timer(self.get_parameter("diagnostics_period_s").value,
+                                             self._publish_diagnostics, clock=self._steady)
         self.add_on_set_parameters_callback(self._on_params)
         if self.get_parameter("autostart").value:
             if self.trigger_configure() == TransitionCallbackReturn.SUCCESS:
@@ -143,7 +144,8 @@ class PolicyNode(LifecycleNode):
         self._stats = core.LoopStats(loaded.period_s)
         self.get_logger().info(
             f"configured: bundle {loaded.path} (task {loaded.task}, {loaded.obs_plan.size} obs from "
-            f"{', '.join(loaded.obs_plan.topics)} -> {loaded.act_plan.size} action(s) to {', '.join(loaded.act_plan.topics)}"
+            f"{', '.join(loaded.obs_plan.topics)} -> {loaded.act_plan.size} action(s) "
+            f"to {', '.join(loaded.act_plan.topics)}"
             f" at {loaded.rate_hz:g} Hz, trigger {self._trigger})")
         return TransitionCallbackReturn.SUCCESS
 

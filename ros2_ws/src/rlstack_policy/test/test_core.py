@@ -12,7 +12,7 @@ import pytest
 import yaml
 from geometry_msgs.msg import Pose, PoseArray, Quaternion, Vector3
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Bool, Float64
+from std_msgs.msg import Bool
 
 from rlstack_policy import core
 
@@ -92,12 +92,15 @@ def test_scale_applies_to_raw_value():
 
 
 @pytest.mark.parametrize("mutate, match", [
-    (lambda io: io["observation"][0]["source"].update(type="no_such_pkg/msg/Thing"), "unknown message type 'no_such_pkg/msg/Thing'"),
-    (lambda io: io["observation"][0]["source"].update(field="positions"), "'positions' is not a field of sensor_msgs/msg/JointState"),
+    (lambda io: io["observation"][0]["source"].update(type="no_such_pkg/msg/Thing"),
+     "unknown message type 'no_such_pkg/msg/Thing'"),
+    (lambda io: io["observation"][0]["source"].update(field="positions"),
+     "'positions' is not a field of sensor_msgs/msg/JointState"),
     (lambda io: io["observation"][0]["source"].update(field="header.frame_id"), "ends in type 'string', not a number"),
     (lambda io: io["observation"][0]["source"].update(derive="magic"), "unsupported derive 'magic'"),
     (lambda io: io["action"][0]["target"].update(field="value"), "'value' is not a field of std_msgs/msg/Float64"),
-    (lambda io: io["observation"][1]["source"].update(type="std_msgs/msg/Float64", field="data"), "used with two types"),
+    (lambda io: io["observation"][1]["source"].update(type="std_msgs/msg/Float64", field="data"),
+     "used with two types"),
     (lambda io: io.update(format="other/9"), "format must be"),
 ])
 def test_bad_descriptor_is_a_clear_spec_error(mutate, match):
@@ -133,15 +136,18 @@ def test_sum_and_yaw_derives_and_bool_target():
             {"name": "width", "scale": 1.0, "source": {"topic": "/joint_states", "type": "sensor_msgs/msg/JointState",
                                                        "field": "position", "key": "f1,f2", "derive": "sum of both"}},
             {"name": "s4", "scale": 1.0, "source": {"topic": "/gt", "type": "geometry_msgs/msg/PoseArray",
-                                                    "field": "poses[].orientation", "key": "cube", "derive": "sin(4 * yaw)"}},
+                                                    "field": "poses[].orientation", "key": "cube",
+                                                    "derive": "sin(4 * yaw)"}},
             {"name": "c4", "scale": 1.0, "source": {"topic": "/gt", "type": "geometry_msgs/msg/PoseArray",
-                                                    "field": "poses[].orientation", "key": "cube", "derive": "cos(4 * yaw)"}},
+                                                    "field": "poses[].orientation", "key": "cube",
+                                                    "derive": "cos(4 * yaw)"}},
         ],
         "action": [
             {"name": "dx", "limits": [-0.015, 0.015], "scale": 0.015, "offset": 0.0,
              "target": {"topic": "/arm/ee_delta", "type": "geometry_msgs/msg/Vector3", "field": "x"}},
             {"name": "grip", "limits": [-1, 1], "scale": 1.0, "offset": 0.0,
-             "target": {"topic": "/arm/gripper", "type": "std_msgs/msg/Bool", "field": "data", "derive": "open = value > 0"}},
+             "target": {"topic": "/arm/gripper", "type": "std_msgs/msg/Bool", "field": "data",
+                        "derive": "open = value > 0"}},
         ],
     }
     obs, act = core.compile_io(io, {"cube": 1})
@@ -156,7 +162,8 @@ def test_sum_and_yaw_derives_and_bool_target():
     assert x.tolist() == pytest.approx([0.025, math.sin(1.2), math.cos(1.2)], abs=1e-6)
     msgs = core.fill_messages(act, np.array([0.01, 0.2]), {"/arm/ee_delta": Vector3, "/arm/gripper": Bool})
     assert msgs["/arm/ee_delta"].x == pytest.approx(0.01) and msgs["/arm/gripper"].data is True
-    assert core.fill_messages(act, np.array([0.0, -0.2]), {"/arm/ee_delta": Vector3, "/arm/gripper": Bool})["/arm/gripper"].data is False
+    assert core.fill_messages(act, np.array([0.0, -0.2]),
+                              {"/arm/ee_delta": Vector3, "/arm/gripper": Bool})["/arm/gripper"].data is False
 
 
 def _tf(*chain):
@@ -176,23 +183,28 @@ def _tf(*chain):
 LIFT_LIKE = {
     "format": core.IO_FORMAT, "control_rate_hz": 20.0, "model": {"output": {"kind": "continuous"}},
     "observation": [
-        {"name": f"ee_{a}", "scale": 1.0, "source": {"topic": "/tf", "type": "tf2_msgs/msg/TFMessage", "field": "transforms",
-                                                      "derive": {"op": "tf_position", "parent": "world", "child": "tool", "axis": a}}}
+        {"name": f"ee_{a}", "scale": 1.0,
+         "source": {"topic": "/tf", "type": "tf2_msgs/msg/TFMessage", "field": "transforms",
+                    "derive": {"op": "tf_position", "parent": "world", "child": "tool", "axis": a}}}
         for a in "xyz"
     ] + [
         {"name": f"cube_{a}", "scale": 1.0, "source": {"topic": "/gt", "type": "geometry_msgs/msg/PoseArray",
                                                         "field": f"poses[].position.{a}", "key": "cube"}}
         for a in "xyz"
     ] + [
-        {"name": "dz", "scale": 2.0, "source": {"topic": "/gt", "type": "geometry_msgs/msg/PoseArray", "field": "poses[].position.z",
-                                                "key": "cube", "derive": {"op": "offset_minus", "constant": 0.5}}},
-        {"name": "dist", "scale": 1.0, "source": {"topic": "/gt", "type": "geometry_msgs/msg/PoseArray", "field": "poses[].position",
-                                                  "key": "cube", "derive": {"op": "distance", "a": ["cube_x", "cube_y", "cube_z"],
-                                                                            "b": ["ee_x", "ee_y", "ee_z"]}}},
-        {"name": "s4", "scale": 1.0, "source": {"topic": "/gt", "type": "geometry_msgs/msg/PoseArray", "field": "poses[].orientation",
-                                                "key": "cube", "derive": {"op": "sin_kyaw", "k": 4}}},
-        {"name": "w", "scale": 1.0, "source": {"topic": "/joint_states", "type": "sensor_msgs/msg/JointState", "field": "position",
-                                               "key": "f1,f2", "derive": {"op": "sum"}}},
+        {"name": "dz", "scale": 2.0,
+         "source": {"topic": "/gt", "type": "geometry_msgs/msg/PoseArray", "field": "poses[].position.z",
+                    "key": "cube", "derive": {"op": "offset_minus", "constant": 0.5}}},
+        {"name": "dist", "scale": 1.0,
+         "source": {"topic": "/gt", "type": "geometry_msgs/msg/PoseArray", "field": "poses[].position",
+                    "key": "cube", "derive": {"op": "distance", "a": ["cube_x", "cube_y", "cube_z"],
+                                              "b": ["ee_x", "ee_y", "ee_z"]}}},
+        {"name": "s4", "scale": 1.0,
+         "source": {"topic": "/gt", "type": "geometry_msgs/msg/PoseArray", "field": "poses[].orientation",
+                    "key": "cube", "derive": {"op": "sin_kyaw", "k": 4}}},
+        {"name": "w", "scale": 1.0,
+         "source": {"topic": "/joint_states", "type": "sensor_msgs/msg/JointState", "field": "position",
+                    "key": "f1,f2", "derive": {"op": "sum"}}},
     ],
     "action": [{"name": "dx", "limits": [-0.015, 0.015], "scale": 0.015, "offset": 0.0,
                 "target": {"topic": "/arm/ee_delta", "type": "geometry_msgs/msg/Vector3", "field": "x"}}],
@@ -285,7 +297,8 @@ def test_all_updated_requires_every_topic():
 
 def _shaper(io, safe=None, max_rate=None, rate=60.0, **kw):
     _, act = core.compile_io(io, **kw)
-    return core.ActionShaper(act, rate, core.parse_max_rate(max_rate or [], act, io), core.parse_safe(safe or [], act, io))
+    return core.ActionShaper(act, rate, core.parse_max_rate(max_rate or [], act, io),
+                             core.parse_safe(safe or [], act, io))
 
 
 def test_command_matches_training_mapping_and_clips():

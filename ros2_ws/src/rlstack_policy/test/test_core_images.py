@@ -86,7 +86,8 @@ def loaded(tmp_path):
 
 
 def test_image_term_is_wired_as_an_image_subscription(loaded):
-    assert loaded.obs_plan.topics == {"/joint_states": "sensor_msgs/msg/JointState", "/cam/image_raw": "sensor_msgs/msg/Image"}
+    assert loaded.obs_plan.topics == {"/joint_states": "sensor_msgs/msg/JointState",
+                                      "/cam/image_raw": "sensor_msgs/msg/Image"}
     (im,) = loaded.obs_plan.images
     assert im.spec == SPEC
 

@@ -18,12 +18,15 @@ SCRIPT = textwrap.dedent("""
     import rclpy
     from rclpy.parameter import Parameter
     from rclpy.lifecycle import TransitionCallbackReturn
-    rclpy.init(domain_id=int(sys.argv[2]), args=["--ros-args", "-p", "bundle_path:=" + sys.argv[1], "-p", "key_indices:=[" + (sys.argv[3] if len(sys.argv) > 3 else "ball=0") + "]"])
+    rclpy.init(domain_id=int(sys.argv[2]),
+               args=["--ros-args", "-p", "bundle_path:=" + sys.argv[1],
+                     "-p", "key_indices:=[" + (sys.argv[3] if len(sys.argv) > 3 else "ball=0") + "]"])
     from rlstack_policy.policy_node import PolicyNode
     node = PolicyNode()
     ok = node.trigger_configure() == TransitionCallbackReturn.SUCCESS
     act = ok and node.trigger_activate() == TransitionCallbackReturn.SUCCESS
-    print("MODULES", *[m for m in ("torch", "stable_baselines3", "gymnasium", "sim_bridges", "pybullet") if m in sys.modules])
+    print("MODULES", *[m for m in ("torch", "stable_baselines3", "gymnasium", "sim_bridges", "pybullet")
+                       if m in sys.modules])
     print("RESULT", ok, act, "torch" in sys.modules, "stable_baselines3" in sys.modules, repr(node._last_error))
     node.destroy_node()
     rclpy.shutdown()
