@@ -20,8 +20,14 @@ import numpy as np
 
 from rlstack_sim.commands import VelocityLimiter
 from rlstack_sim.config import ConfigError
-from rlstack_sim.core import (CommandHandler, Stepper, apply_request_commands, apply_reset, make_backend,
-                              plan_request_commands)
+from rlstack_sim.core import (
+    CommandHandler,
+    Stepper,
+    apply_request_commands,
+    apply_reset,
+    make_backend,
+    plan_request_commands,
+)
 
 __all__ = ["BatchSims", "BatchState", "MAX_ENVS"]
 
@@ -133,7 +139,8 @@ class BatchSims:
             return f"end_abs_limits must be finite and >= 0, got {list(end_abs_limits)}"
         unknown = [j for j in end_joints if j not in self.joint_names]
         if unknown:
-            return f"end_joints {unknown} are not joints of scene '{self.scene}' (it has: {', '.join(self.joint_names)})"
+            return (f"end_joints {unknown} are not joints of scene '{self.scene}' "
+                    f"(it has: {', '.join(self.joint_names)})")
         refused, plan = "", []
         if command_topics or len(command_values):
             refused, plan = plan_request_commands(list(command_topics), len(command_values), self.channels, n)

@@ -16,7 +16,6 @@ import time
 from typing import Dict, List, Optional
 
 import numpy as np
-
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseArray, Twist, TwistStamped, Vector3
 from nav_msgs.msg import Odometry
@@ -34,11 +33,11 @@ from visualization_msgs.msg import MarkerArray
 from rlstack_common import run_node
 from rlstack_interfaces.srv import MoveObjects, ResetSim, SimStep
 from rlstack_sim import convert
-from rlstack_sim.commands import VelocityLimiter
-from rlstack_sim.core import BaseOdometry, CommandHandler, Stepper, diagnostic_values, make_backend
 from rlstack_sim.bridge_services import BridgeServices
 from rlstack_sim.bridge_settings import declare_bridge
+from rlstack_sim.commands import VelocityLimiter
 from rlstack_sim.config import ConfigError, RateMeter, every_n_steps
+from rlstack_sim.core import BaseOdometry, CommandHandler, Stepper, diagnostic_values, make_backend
 from rlstack_sim.parameters import depth_noise, odometry_errors
 
 IMAGE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=2, reliability=ReliabilityPolicy.RELIABLE)

@@ -10,8 +10,14 @@ from std_srvs.srv import SetBool
 
 from rlstack_interfaces.srv import MoveObjects, ResetSim, SimStep
 from rlstack_sim import convert
-from rlstack_sim.core import (apply_moves, apply_request_commands, apply_reset, check_object_lists, check_reset,
-                              plan_request_commands)
+from rlstack_sim.core import (
+    apply_moves,
+    apply_request_commands,
+    apply_reset,
+    check_object_lists,
+    check_reset,
+    plan_request_commands,
+)
 
 __all__ = ["BridgeServices"]
 

@@ -141,7 +141,8 @@ def validate_joint_targets(names: Sequence[str], positions: Sequence[float],
     unknown = [n for n in names if n not in controllable]
     if unknown:
         raise CommandRejected("unknown_joint",
-                              f"unknown or not position-controlled joint(s) {unknown}; controllable: {sorted(controllable)}")
+                              f"unknown or not position-controlled joint(s) {unknown}; "
+                              f"controllable: {sorted(controllable)}")
     if not _finite(*positions):
         raise CommandRejected("non_finite", f"joint targets have NaN/inf: {positions}")
     for n, p in zip(names, positions):

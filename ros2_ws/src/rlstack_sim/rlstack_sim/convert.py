@@ -7,7 +7,6 @@ Stamps are always *sim* time in seconds, converted with :func:`time_msg`.
 from __future__ import annotations
 
 import array
-import math
 from typing import List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np

@@ -22,9 +22,20 @@ import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from rlstack_common.spin import Deadline
-from rlstack_sim.commands import (BaseStallMonitor, CommandRejected, GripperStallMonitor, JointBounds, RejectLog,
-                                  VelocityLimiter, Watchdog, clip_ee_delta, hold_targets, validate_joint_targets,
-                                  validate_scalar, validate_twist)
+from rlstack_sim.commands import (
+    BaseStallMonitor,
+    CommandRejected,
+    GripperStallMonitor,
+    JointBounds,
+    RejectLog,
+    VelocityLimiter,
+    Watchdog,
+    clip_ee_delta,
+    hold_targets,
+    validate_joint_targets,
+    validate_scalar,
+    validate_twist,
+)
 from rlstack_sim.config import ConfigError, RateMeter
 
 __all__ = ["BaseOdometry", "CommandHandler", "FAST_SLICE_S", "MAX_CATCHUP_STEPS", "REQUEST_COMMANDS", "STREAMS",
@@ -452,7 +463,9 @@ class BaseOdometry:
         if self.wheel is None:
             return self.sim.base_odometry(), None
         if self._cache is None or self._cache[0] != step:
-            from sim_bridges.contract import Odometry as SimOdometry, Pose as SimPose, Twist as SimTwist
+            from sim_bridges.contract import Odometry as SimOdometry
+            from sim_bridges.contract import Pose as SimPose
+            from sim_bridges.contract import Twist as SimTwist
             odo, left, right = self.wheel
             js = self.sim.joint_state()
             true_yaw = None
@@ -471,7 +484,8 @@ class BaseOdometry:
 # =========================================================================== backend, reset, diagnostics
 def make_backend(backend: str, scene: str, **kwargs):
     """The backend, or a ConfigError (one line, exit 2) for a scene it lacks or an engine not installed."""
-    from sim_bridges import BackendUnavailable, backend_scenes, make_backend as make
+    from sim_bridges import BackendUnavailable, backend_scenes
+    from sim_bridges import make_backend as make
 
     if scene not in backend_scenes(backend):
         raise ConfigError(f"backend '{backend}' does not build scene '{scene}' (it builds: "

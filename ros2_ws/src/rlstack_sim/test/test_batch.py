@@ -3,12 +3,11 @@
 
 import numpy as np
 import pytest
+from test_core import bridge
 
 from rlstack_sim.batch import BatchSims
 from rlstack_sim.config import ConfigError
 from rlstack_sim.core import REQUEST_COMMANDS, apply_request_commands, plan_request_commands
-
-from test_core import bridge
 
 
 def batch(scene="cartpole", n=3, seed=5):

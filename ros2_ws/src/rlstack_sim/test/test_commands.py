@@ -4,9 +4,18 @@ import math
 
 import pytest
 
-from rlstack_sim.commands import (CommandRejected, JointBounds, RejectLog, VelocityLimiter, Watchdog,
-                                  clip_ee_delta, hold_targets, validate_joint_targets, validate_scalar,
-                                  validate_twist)
+from rlstack_sim.commands import (
+    CommandRejected,
+    JointBounds,
+    RejectLog,
+    VelocityLimiter,
+    Watchdog,
+    clip_ee_delta,
+    hold_targets,
+    validate_joint_targets,
+    validate_scalar,
+    validate_twist,
+)
 
 BOUNDS = {"j1": JointBounds(-1.0, 1.0), "j2": JointBounds(0.0, 0.04)}
 

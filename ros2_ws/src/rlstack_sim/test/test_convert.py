@@ -5,10 +5,9 @@ import math
 import numpy as np
 import pytest
 
+from rlstack_sim import convert
 from sim_bridges.contract import CameraFrame, CameraIntrinsics, JointState, ObjectState, Odometry, Pose, Twist
 from sim_bridges.geometry import OPTICAL_FROM_BODY, look_at_optical, quat_from_rpy, quat_to_matrix
-
-from rlstack_sim import convert
 
 
 def test_time_msg_rounds_to_nanoseconds():

@@ -4,13 +4,21 @@ import math
 
 import pytest
 
-from sim_bridges import Capability, make_scene, scene_names
-
 from rlstack_sim.commands import VelocityLimiter
 from rlstack_sim.config import ConfigError, RateMeter
-from rlstack_sim.core import (BaseOdometry, CommandHandler, Stepper, apply_moves, apply_reset, check_object_lists,
-                              check_reset, diagnostic_values, make_backend)
+from rlstack_sim.core import (
+    BaseOdometry,
+    CommandHandler,
+    Stepper,
+    apply_moves,
+    apply_reset,
+    check_object_lists,
+    check_reset,
+    diagnostic_values,
+    make_backend,
+)
 from rlstack_sim.parameters import bridge_parameters, depth_noise, odometry_errors
+from sim_bridges import Capability, make_scene, scene_names
 
 PERIOD = 1.0 / 60.0
 

@@ -36,7 +36,8 @@ def test_the_target_is_expressed_in_the_base_frame():
     pos, quat = in_base_frame(base, OBJECTS["red_cube"])
     # the cube is 1 m ahead (world +y = base +x), 0.45 m up; its yaw 0.3 rad is -1.27 rad from the base's
     assert pos == pytest.approx([1.0, 0.0, 0.45], abs=1e-9)
-    assert math.remainder(2 * math.atan2(quat[2], quat[3]) - (0.3 - math.pi / 2), 2 * math.pi) == pytest.approx(0.0, abs=1e-9)
+    assert math.remainder(2 * math.atan2(quat[2], quat[3]) - (0.3 - math.pi / 2),
+                          2 * math.pi) == pytest.approx(0.0, abs=1e-9)
     # a quaternion that is not one is refused, not turned into garbage
     with pytest.raises(ValueError, match="not a rotation"):
         in_base_frame((np.zeros(3), np.zeros(4)), OBJECTS["red_cube"])
