@@ -30,22 +30,17 @@ class FakeBridge:
         self.placed = {}
 
     def answer(self, name: str, request):
-        from simulation_interfaces.srv import SetEntityState, SetSimulationState
-        from std_srvs.srv import Trigger
-
-        from rlstack_interfaces.srv import ResetSim
-
+        """The reply the bridge would give: the fields the harness reads (``success``/``message``,
+        or the standard's ``result.result``/``result.error_message``)."""
         if name == "/sim_bridge/reset":
             self.calls.append(("reset", request.seed, list(request.object_names), len(request.object_poses)))
-            return ResetSim.Response(success=self.reset_ok, message="" if self.reset_ok else "reset failed: boom")
+            return SimpleNamespace(success=self.reset_ok, message="" if self.reset_ok else "reset failed: boom")
         if name == "/sim_bridge/set_simulation_state":
             outcome, action = core.plan_state_change(self.mode, self.paused, int(request.state.state))
             self.calls.append(("state", request.state.state, outcome.code))
             if action in ("pause", "play"):
                 self.paused = action == "pause"
-            response = SetSimulationState.Response()
-            response.result.result, response.result.error_message = outcome.code, outcome.message
-            return response
+            return standard_reply(outcome)
         if name == "/sim_bridge/set_entity_state":
             st = request.state
             p, q = st.pose.position, st.pose.orientation
@@ -60,13 +55,15 @@ class FakeBridge:
             self.calls.append(("set_entity_state", request.entity, outcome.code))
             if outcome.ok and request.set_pose:
                 self.placed[request.entity] = (tuple(position), tuple(quaternion))
-            response = SetEntityState.Response()
-            response.result.result, response.result.error_message = outcome.code, outcome.message
-            return response
+            return standard_reply(outcome)
         if name == "/semantic_map/clear":
             self.calls.append(("clear",))
-            return Trigger.Response(success=True)
+            return SimpleNamespace(success=True, message="")
         raise AssertionError(f"unexpected service {name}")
+
+
+def standard_reply(outcome: core.Outcome):
+    return SimpleNamespace(result=SimpleNamespace(result=outcome.code, error_message=outcome.message))
 
 
 class FakeClient:
