@@ -61,7 +61,7 @@ class FoxgloveBridge:
     """One Foxglove WebSocket server and one channel per topic."""
 
     def __init__(self, host: str, port: int, find_msg: Callable[[str, str], Path], name: str = "rlstack") -> None:
-        import foxglove   # foxglove-sdk: the full (workstation) install has it
+        import foxglove  # foxglove-sdk: the full (workstation) install has it
 
         self._fg = foxglove
         self._find_msg = find_msg

@@ -292,7 +292,8 @@ class ViewServer:
                         continue
                     if op != 0x1:
                         server.refuse("malformed")
-                        client.send(json.dumps({"type": "refused", "reason": "binary messages are not accepted"}).encode())
+                        client.send(json.dumps({"type": "refused",
+                                                "reason": "binary messages are not accepted"}).encode())
                         continue
                     try:
                         cmd, query = parse_command(payload, server.max_message_bytes, server.max_query_chars)

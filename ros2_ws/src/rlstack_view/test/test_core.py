@@ -10,8 +10,21 @@ import zlib
 import numpy as np
 import pytest
 
-from rlstack_view.core import (BadMessage, MapFrame, TfTree2D, check_bind, downscale, encode_png, image_to_rgb,
-                               is_loopback, label_box, occupancy_to_grey, parse_command, place_labels, token_ok)
+from rlstack_view.core import (
+    BadMessage,
+    MapFrame,
+    TfTree2D,
+    check_bind,
+    downscale,
+    encode_png,
+    image_to_rgb,
+    is_loopback,
+    label_box,
+    occupancy_to_grey,
+    parse_command,
+    place_labels,
+    token_ok,
+)
 from rlstack_view.foxglove_bridge import ros2msg_schema
 from rlstack_view.server import FrameError, accept_key, encode_frame, read_message
 
@@ -171,7 +184,8 @@ def test_websocket_frames():
 
 def test_ros2msg_schema_lists_every_nested_type(tmp_path):
     msgs = {("tf2_msgs", "TFMessage"): "geometry_msgs/TransformStamped[] transforms\n",
-            ("geometry_msgs", "TransformStamped"): "std_msgs/Header header\nstring child_frame_id\nTransform transform\n",
+            ("geometry_msgs", "TransformStamped"): ("std_msgs/Header header\nstring child_frame_id\n"
+                                                    "Transform transform\n"),
             ("geometry_msgs", "Transform"): "Vector3 translation\n# comment\nfloat64 w 1.0\n",
             ("geometry_msgs", "Vector3"): "float64 x\nfloat64 y\nfloat64 z\n",
             ("std_msgs", "Header"): "builtin_interfaces/Time stamp\nstring<=64 frame_id\n",
