@@ -17,8 +17,8 @@ from rlstack_common.background_spin import BackgroundSpin
 from rlstack_mission.graph import wait_until_ready
 from rlstack_mission.harness import FetchHarness
 from rlstack_testing.domain import lease_domain_id
-from rlstack_testing.processes import ProcessGroup
 from rlstack_testing.probe import RosProbe
+from rlstack_testing.processes import ProcessGroup
 
 REPO = Path(__file__).resolve().parents[1]
 HOME_MAP = str(REPO / "maps" / "home.yaml")

@@ -38,7 +38,7 @@ import subprocess
 import sys
 from functools import lru_cache
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Set, Tuple
+from typing import Iterator, List, Optional, Set, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
@@ -329,7 +329,8 @@ def check_page(page: Path, text: Optional[str] = None) -> List[str]:
 
     in_guides = rel.parts[:2] == ("docs", "guides")
     for start, lang, body in blocks:
-        is_shell = lang in SHELL and lang != "" or (lang == "" and re.search(r"^(source|python|make|ros2|docker) ", body, re.M))
+        is_shell = lang in SHELL and lang != "" or (
+            lang == "" and re.search(r"^(source|python|make|ros2|docker) ", body, re.M))
         if lang in ("yaml", "python", "mermaid", "text") or not is_shell and lang != "bash":
             continue
         for line in joined_lines(body):

@@ -13,8 +13,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rlstack_localization.core import (Localizer, LocalizerParams, ScanMatcher, State, se2_compose, se2_inverse,
-                                       virtual_scan, wrap)
+from rlstack_localization.core import (
+    Localizer,
+    LocalizerParams,
+    ScanMatcher,
+    State,
+    se2_compose,
+    se2_inverse,
+    virtual_scan,
+    wrap,
+)
 from rlstack_nav.map_io import load_map
 
 MAP = Path(__file__).resolve().parents[4] / "maps" / "home.yaml"
