@@ -15,7 +15,6 @@ Quick start::
 from __future__ import annotations
 
 import os
-
 from typing import Any, Callable, Dict, Tuple
 
 from .backend_scenes import PARTIAL_BACKEND_SCENES

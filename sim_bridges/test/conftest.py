@@ -19,8 +19,8 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from sim_bridges import BACKENDS, backend_scenes  # noqa: E402
-from sim_bridges.scenes import scene_names  # noqa: E402
 from sim_bridges.contract import SimBackend  # noqa: E402
+from sim_bridges.scenes import scene_names  # noqa: E402
 
 #: Backend name -> factory(**constructor kwargs): the package registry, so a newly
 #: registered backend (e.g. "isaac") is held to this suite automatically.

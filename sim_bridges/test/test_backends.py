@@ -21,7 +21,8 @@ def test_registry_names_both_engines():
     assert set(available_backends()) == {"mujoco", "pybullet"}  # both are pinned in requirements/python.txt
     assert backend_scenes("pybullet") == scene_names()
     # MuJoCo builds every scene shipped today; a scene registered later is refused (below)
-    assert set(backend_scenes("mujoco")) == {"cartpole", "ball_plate", "panda_table", "mobile_table", "home", "home_kinds"}
+    assert set(backend_scenes("mujoco")) == {"cartpole", "ball_plate", "panda_table", "mobile_table", "home",
+                                             "home_kinds"}
 
 
 def test_unknown_backend_is_one_line_listing_the_valid_ones():

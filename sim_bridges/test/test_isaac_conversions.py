@@ -141,7 +141,8 @@ def test_object_prim_args_map_every_shape_and_static_geometry():
 
     turned = ObjectSpec("t", "box", (0.1, 0.1, 0.1), "red", pose=Pose([0, 0, 0], quat_from_rpy(0, 0, 0.5)))
     _, kw = object_prim_args(turned, "/t")
-    assert kw["orientation"][0] == pytest.approx(math.cos(0.25)) and kw["orientation"][3] == pytest.approx(math.sin(0.25))
+    assert (kw["orientation"][0] == pytest.approx(math.cos(0.25))
+            and kw["orientation"][3] == pytest.approx(math.sin(0.25)))
     # a mesh object (the other kinds of objects): one clear error naming the engines that build it
     from sim_bridges.scenes.kinds import KINDS
 

@@ -10,8 +10,7 @@ import pytest
 from sim_bridges.geometry import yaw_from_quat
 from sim_bridges.scenes import make_scene, scene_names
 from sim_bridges.scenes.home import TABLE_SIZE
-from sim_bridges.scenes.mobile_table import (CUBE_REGION, CUBE_REST_Z, CUBE_SEPARATION, DISTRACTOR, TABLE_EDGE_X,
-                                             TARGET)
+from sim_bridges.scenes.mobile_table import CUBE_REGION, CUBE_REST_Z, CUBE_SEPARATION, DISTRACTOR, TABLE_EDGE_X, TARGET
 
 
 def test_spec_geometry_and_cube_spec():
@@ -86,7 +85,7 @@ def _robot_table_distance(sim) -> float:
         assert len(tables) == 1
         points = p.getClosestPoints(robot, tables[0], 0.1, physicsClientId=cid)
         return min((c[8] for c in points), default=math.inf)
-    import mujoco   # MuJoCo: every robot collision geom against the table geom
+    import mujoco  # MuJoCo: every robot collision geom against the table geom
 
     model, data = sim.model, sim.data
     table = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, "table")

@@ -60,7 +60,8 @@ def hold_turn_and_open(turn_deg: float, friction_anchors: bool, base_mass: float
             if turned >= turn_deg:
                 break
             remaining = turn_deg - turned
-            sim.set_base_velocity(0.0, min(0.5, 0.3 + 0.02 * step / 6) if remaining > 20 else max(0.1, 0.5 * remaining / 20))
+            sim.set_base_velocity(0.0, min(0.5, 0.3 + 0.02 * step / 6) if remaining > 20
+                                  else max(0.1, 0.5 * remaining / 20))
             sim.step(1)
         sim.set_base_velocity(0.0, 0.0)
         sim.step(60)

@@ -305,7 +305,8 @@ class IsaacSimBackend(BackendBase):
                 raise ValueError(f"joint '{name}' is not position-controlled; controllable: {sorted(controllable)}")
             lim = limits[name]
             if not lim.lower - 1e-9 <= target <= lim.upper + 1e-9:
-                raise ValueError(f"target {target:.6g} for joint '{name}' outside limits [{lim.lower:.6g}, {lim.upper:.6g}]")
+                raise ValueError(f"target {target:.6g} for joint '{name}' outside limits "
+                                 f"[{lim.lower:.6g}, {lim.upper:.6g}]")
         self._hold(names, targets)
 
     # ------------------------------------------------------------ mobile base
@@ -315,7 +316,8 @@ class IsaacSimBackend(BackendBase):
         self.require(Capability.BASE_VELOCITY)
         dd = self._robot_spec.diff_drive
         left, right = wheel_velocity_targets(float(linear_x), float(angular_z), dd)
-        idx = np.array([self._robot.get_dof_index(dd.left_wheel_joint), self._robot.get_dof_index(dd.right_wheel_joint)])
+        idx = np.array([self._robot.get_dof_index(dd.left_wheel_joint),
+                        self._robot.get_dof_index(dd.right_wheel_joint)])
         self._robot.apply_action(ArticulationAction(joint_velocities=np.array([left, right]), joint_indices=idx))
 
     def base_odometry(self) -> Odometry:
@@ -323,7 +325,8 @@ class IsaacSimBackend(BackendBase):
         position, q_wxyz = self._robot.get_world_pose()
         q = quat_wxyz_to_xyzw(q_wxyz)
         lin, ang = body_twist(q, self._robot.get_linear_velocity(), self._robot.get_angular_velocity())
-        return Odometry(stamp=self.sim_time, pose=Pose(np.asarray(position, dtype=np.float64), q), twist=Twist(lin, ang))
+        return Odometry(stamp=self.sim_time, pose=Pose(np.asarray(position, dtype=np.float64), q),
+                        twist=Twist(lin, ang))
 
     # ---------------------------------------------------------------- cameras
     @property

@@ -57,7 +57,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     except RuntimeError as exc:
         print(f"sim_bridges.isaac.launcher: error: {exc}", file=sys.stderr)
         return 2
-    from isaacsim import SimulationApp   # must come before every other isaacsim / omni import
+    from isaacsim import SimulationApp  # must come before every other isaacsim / omni import
 
     app = SimulationApp({"headless": True})
     try:

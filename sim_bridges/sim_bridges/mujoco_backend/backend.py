@@ -357,8 +357,8 @@ class MuJoCoBackend(BackendBase):
         ms.visual.headlight.diffuse = [0.6, 0.6, 0.6]
         # a ceiling light (directional, straight down, no shadows) besides the camera headlight:
         # top faces seen at a slant were ~20 % darker than in PyBullet's renderer without it
-        ms.worldbody.add_light(name="ceiling", type=mujoco.mjtLightType.mjLIGHT_DIRECTIONAL, castshadow=False, pos=[0, 0, 5],
-                               dir=[0, 0, -1], diffuse=[0.3, 0.3, 0.3], specular=[0, 0, 0])
+        ms.worldbody.add_light(name="ceiling", type=mujoco.mjtLightType.mjLIGHT_DIRECTIONAL, castshadow=False,
+                               pos=[0, 0, 5], dir=[0, 0, -1], diffuse=[0.3, 0.3, 0.3], specular=[0, 0, 0])
         if robot.arm is not None:
             # an arm's joint controller compensates gravity (as Franka's does; PyBullet's
             # position motors are near-rigid constraints that hold the arm up by themselves)
@@ -481,7 +481,8 @@ class MuJoCoBackend(BackendBase):
                 kp = robot.arm.finger_force / _FINGER_FULL_FORCE_ERROR
                 kv = 2.0 * _SERVO_ZETA * math.sqrt(kp * inertia)
             else:
-                omega, zeta = (_ARM_SERVO_OMEGA, _ARM_SERVO_ZETA) if robot.arm is not None else (_SERVO_OMEGA, _SERVO_ZETA)
+                omega, zeta = ((_ARM_SERVO_OMEGA, _ARM_SERVO_ZETA) if robot.arm is not None
+                               else (_SERVO_OMEGA, _SERVO_ZETA))
                 kp = inertia * omega ** 2
                 kv = 2.0 * zeta * inertia * omega
             model.actuator_gainprm[jt.actuator, 0] = kp
@@ -1122,7 +1123,7 @@ class MuJoCoBackend(BackendBase):
         robot, joints, links = self._arm
         arm = robot.arm
         self._sync()
-        model, d = self.model, self.data
+        d = self.data
         base_b, ee_b = links[arm.base_link], links[arm.ee_link]
         target = d.xpos[ee_b] + d.xmat[base_b].reshape(3, 3) @ delta
         turn = (0.0, 0.0, math.sin(self._ee_yaw / 2), math.cos(self._ee_yaw / 2))
@@ -1150,7 +1151,7 @@ class MuJoCoBackend(BackendBase):
         ik.qpos[:] = self.data.qpos
         q = ik.qpos[qadr].copy()
         jacp, jacr = np.zeros((3, model.nv)), np.zeros((3, model.nv))
-        rot_err, cur_mat = np.zeros(3), np.zeros(9)
+        rot_err = np.zeros(3)
         eye = np.eye(len(q))
         for _ in range(_IK_ITERATIONS):
             ik.qpos[qadr] = q

@@ -14,13 +14,14 @@ import numpy as np
 import pybullet as p
 import pybullet_data
 
+from ..backend_base import BackendBase, check_dynamics_scale
 from ..contract import (
-    Capability,
     CameraFrame,
+    Capability,
     JointLimit,
     JointState,
-    LinkTransform,
     Lighting,
+    LinkTransform,
     ObjectState,
     OccupancyBox,
     Odometry,
@@ -28,7 +29,6 @@ from ..contract import (
     Twist,
     physics_steps_per_ee_step,
 )
-from ..backend_base import BackendBase, check_dynamics_scale
 from ..geometry import diff_drive_wheel_speeds, quat_to_matrix
 from ..robots.spec import CameraSpec, RobotSpec
 from ..scenes import make_scene
@@ -800,9 +800,8 @@ class PyBulletBackend(BackendBase):
                                     s.kind)
         for robot in self._robots:
             for name, (link, shape, color, size) in robot.spec.link_objects.items():
-                st = p.getLinkState(
-                    robot.body, robot.links[link], computeLinkVelocity=1, computeForwardKinematics=1, physicsClientId=cid
-                )
+                st = p.getLinkState(robot.body, robot.links[link], computeLinkVelocity=1, computeForwardKinematics=1,
+                                    physicsClientId=cid)
                 # centre of mass pose: the geometric centre for these links
                 out[name] = ObjectState(name, Pose(st[0], st[1]), Twist(st[6], st[7]), shape, color, tuple(size))
         return out
@@ -872,7 +871,8 @@ class PyBulletBackend(BackendBase):
         cid, robot = self._cid, self._arm
         arm = robot.spec.arm
         base_pos, base_orn = self._link_pose(robot, arm.base_link)
-        ee_pos = p.getLinkState(robot.body, robot.links[arm.ee_link], computeForwardKinematics=1, physicsClientId=cid)[4]
+        ee_pos = p.getLinkState(robot.body, robot.links[arm.ee_link], computeForwardKinematics=1,
+                                physicsClientId=cid)[4]
         target = np.asarray(ee_pos) + quat_to_matrix(base_orn) @ delta
         # straight down, turned about the arm base's z by the latched wrist yaw
         turn = (0.0, 0.0, math.sin(self._ee_yaw / 2), math.cos(self._ee_yaw / 2))
@@ -908,7 +908,7 @@ class PyBulletBackend(BackendBase):
             target_orn,
             lowerLimits=lower,
             upperLimits=upper,
-            jointRanges=[u - l for l, u in zip(lower, upper)],
+            jointRanges=[hi - lo for lo, hi in zip(lower, upper)],
             restPoses=rest,
             maxNumIterations=50,
             residualThreshold=1e-5,

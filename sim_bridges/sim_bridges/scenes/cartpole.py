@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from ..geometry import look_at_optical
 from ..robots.cartpole import cartpole
 from ..robots.spec import CameraSpec

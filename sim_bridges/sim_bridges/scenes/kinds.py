@@ -130,8 +130,8 @@ def _pyramid(name: str, base: float, height: float) -> str:
 
 def _wedge(name: str, length: float, width: float, height: float) -> str:
     """A right-angled wedge (a door stop): a triangle in x-z extruded along y."""
-    l, w = length / 2, width / 2
-    tri = [(-l, 0.0), (l, 0.0), (-l, height)]
+    hl, w = length / 2, width / 2
+    tri = [(-hl, 0.0), (hl, 0.0), (-hl, height)]
     verts = [(x, -w, z) for x, z in tri] + [(x, w, z) for x, z in tri]
     faces = [(0, 1, 2), (3, 5, 4), (0, 3, 4, 1), (1, 4, 5, 2), (2, 5, 3, 0)]
     return _write_obj(name, verts, faces)
