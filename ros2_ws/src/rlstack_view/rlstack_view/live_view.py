@@ -19,8 +19,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from nav_msgs.msg import OccupancyGrid
-from nav_msgs.msg import Path as PathMsg
+from nav_msgs.msg import OccupancyGrid, Path as PathMsg
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message, serialize_message
@@ -33,17 +32,8 @@ from rlstack_common.param_table import declare_all
 from rlstack_common.qos import LATCHED, TF_STATIC
 from rlstack_interfaces.msg import SemanticMap
 
-from .core import (
-    MapFrame,
-    TfTree2D,
-    downscale,
-    encode_png,
-    image_to_rgb,
-    occupancy_to_grey,
-    parse_tf_cdr,
-    place_labels,
-    yaw_of,
-)
+from .core import (MapFrame, downscale, encode_png, image_to_rgb, occupancy_to_grey,
+                   parse_tf_cdr, place_labels, yaw_of, TfTree2D)
 from .parameters import LIVE_VIEW, check_values
 from .server import ViewServer
 
