@@ -33,8 +33,8 @@ from rlstack_mission.graph import wait_until_ready
 from rlstack_mission.harness import FetchHarness
 from rlstack_mission.layouts import FetchLayout
 from rlstack_testing.domain import lease_domain_id
-from rlstack_testing.processes import ProcessGroup
 from rlstack_testing.probe import RosProbe
+from rlstack_testing.processes import ProcessGroup
 
 REPO = Path(__file__).resolve().parents[1]
 HOME_MAP = str(REPO / "maps" / "home.yaml")
@@ -176,7 +176,8 @@ def test_a_cube_that_falls_out_on_the_way_is_noticed_and_never_a_success(graph):
         tries.append(f"--- a fetch that never carried the cube back: {result}\n{log}")
     time.sleep(2.5)   # a drop timer started near the end of the fetch has finished
     assert len(moved) == 2 and moved[1][0], "\n".join([str(moved), str(result), log, *tries])
-    assert moved[1][4] is not None and moved[1][4][2] < 0.1, f"the cube was not on the floor 1 s after the move: {moved}"
+    assert moved[1][4] is not None and moved[1][4][2] < 0.1, \
+        f"the cube was not on the floor 1 s after the move: {moved}"
     assert moved[1][5].startswith("RETURN: "), f"the drop came while the mission said {moved[1][5]!r}"
     assert "the carried object fell out of the hand" in log, f"{moved}\n{result}\n{log}"
     assert result["object_fell"]["phase"] == "RETURN", result

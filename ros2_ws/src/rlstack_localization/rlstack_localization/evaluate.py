@@ -54,11 +54,10 @@ def evaluate(goals: int = 20, seed: int = 0, use_localizer: bool = True, drift_s
              xy_tol: float = 0.05, yaw_tol: float = 0.1, timeout_s: float = 90.0, progress: bool = True,
              loc_params: Optional[LocalizerParams] = None, trace: Optional[list] = None,
              depth_noise: bool = False, noise_obstacles: bool = True) -> dict:
+    from rlstack_nav.home_map import home_map
     from sim_bridges import make_backend
     from sim_bridges.sensor_noise import DepthNoise
     from sim_bridges.wheel_odometry import OdometryErrors, WheelOdometry
-
-    from rlstack_nav.home_map import home_map
 
     e0 = OdometryErrors()
     errors = OdometryErrors(
@@ -80,7 +79,8 @@ def evaluate(goals: int = 20, seed: int = 0, use_localizer: bool = True, drift_s
         grid = home_map()
         nav_params = NavParams()
         if depth_noise and noise_obstacles:   # as the fetch graph configures navigation for the noisy depth
-            nav_params = dataclasses.replace(nav_params, obstacles=dataclasses.replace(nav_params.obstacles, **NOISY_DEPTH_ALLOWANCES))
+            obstacles = dataclasses.replace(nav_params.obstacles, **NOISY_DEPTH_ALLOWANCES)
+            nav_params = dataclasses.replace(nav_params, obstacles=obstacles)
         nav = Navigator(grid, nav_params)
         goal_list = sample_goals(nav, sim, goals, seed)
         contacts = ContactMonitor(sim)
@@ -227,7 +227,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--depth-noise", action="store_true", help="RGB-D depth noise (sim_bridges.sensor_noise defaults)")
     ap.add_argument("--exact-obstacle-depth", action="store_true",
                     help="with --depth-noise: the obstacle layer gets the exact depth, the localiser the noisy one "
-                         "(default: both get the noisy depth, and the obstacle layer the fetch graph's noise allowances, "
+                         "(default: both get the noisy depth, and the obstacle layer the fetch graph's noise "
+                         "allowances, "
                          "rlstack_nav.obstacles.NOISY_DEPTH_ALLOWANCES)")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)

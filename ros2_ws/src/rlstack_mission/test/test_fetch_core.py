@@ -8,12 +8,32 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rlstack_mission.fetch import (STEPS, FetchCode, FetchMission, FetchParams, GraspOutcome, Match, MissionAborted,
-                                   grow_sensed_obstacles,
-                                   NavOutcome, Pose2D, best_match, clearance, plan_approaches,
-                                   plan_floor_approaches, square_floor_approach, expected_shape_words, look_alike_query,
-                                   footprint_mismatch, height_mismatch, too_wide,
-                                   stand_pose_for_drop, support_views, tour, wrap_quarter)
+from rlstack_mission.fetch import (
+    STEPS,
+    FetchCode,
+    FetchMission,
+    FetchParams,
+    GraspOutcome,
+    Match,
+    MissionAborted,
+    NavOutcome,
+    Pose2D,
+    best_match,
+    clearance,
+    expected_shape_words,
+    footprint_mismatch,
+    grow_sensed_obstacles,
+    height_mismatch,
+    look_alike_query,
+    plan_approaches,
+    plan_floor_approaches,
+    square_floor_approach,
+    stand_pose_for_drop,
+    support_views,
+    too_wide,
+    tour,
+    wrap_quarter,
+)
 from rlstack_mission.layouts import START, TABLES, make_layout, reachable_cells, with_floor_objects
 from rlstack_nav.map_io import load_map
 
@@ -774,8 +794,8 @@ def test_layouts_keep_a_place_to_stand_free_of_objects_on_the_floor(home):
     for seed in range(6):
         free = make_layout(seed, others, mask, res, origin)
         x, y = free.target_pose[:2]
-        stands = [a.staging for first in plan_approaches(mask, res, origin, x, y, FetchParams(max_edge_distance=0.28), 0.5)
-                  for a in (first, *first.alternates)]
+        plans = plan_approaches(mask, res, origin, x, y, FetchParams(max_edge_distance=0.28), 0.5)
+        stands = [a.staging for first in plans for a in (first, *first.alternates)]
         toys = {f"toy_{k}": (s.x, s.y, 0.03) for k, s in enumerate(stands)}
         moved = make_layout(seed, {**others, **toys}, mask, res, origin)
         assert moved.target_pose != free.target_pose, seed
@@ -814,8 +834,8 @@ def test_layouts_stand_where_the_robot_can_drive_to_from_its_start(home):
     for seed in range(12):
         lay = make_layout(seed, toys, mask, res, origin)
         x, y = lay.target_pose[:2]
-        stands = [c.staging for a in plan_approaches(blocked, res, origin, x, y, FetchParams(max_edge_distance=0.28), 0.5)
-                  for c in (a, *a.alternates)]
+        plans = plan_approaches(blocked, res, origin, x, y, FetchParams(max_edge_distance=0.28), 0.5)
+        stands = [c.staging for a in plans for c in (a, *a.alternates)]
         assert any(reach[int((s.y - origin[1]) / res), int((s.x - origin[0]) / res)] for s in stands), seed
 
 

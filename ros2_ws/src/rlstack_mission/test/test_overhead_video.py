@@ -199,7 +199,8 @@ def test_labels_never_overlap_and_the_highlighted_one_is_always_placed():
     assert "yellow cylinder" in placed
     boxes = list(placed.values())
     for i, a in enumerate(boxes):
-        assert view.title_height <= a[1] and a[3] <= view.height - view.caption_height and 0 <= a[0] and a[2] <= view.width
+        assert view.title_height <= a[1] and a[3] <= view.height - view.caption_height
+        assert 0 <= a[0] and a[2] <= view.width
         for b in boxes[i + 1:]:
             assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]), (a, b)
     assert len(placed) >= 8  # most labels find a place; none is drawn over another

@@ -14,8 +14,16 @@ import yaml
 from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory
 
-from rlstack_mission.recording import (DEFINITION_SEPARATOR, McapRecorder, message_class, message_definition, msg_dependencies,
-                                       msg_file, qos_to_rosbag2, split_type_name)
+from rlstack_mission.recording import (
+    DEFINITION_SEPARATOR,
+    McapRecorder,
+    message_class,
+    message_definition,
+    msg_dependencies,
+    msg_file,
+    qos_to_rosbag2,
+    split_type_name,
+)
 
 pytest_plugins = ["rlstack_testing.pytest_plugin"]
 

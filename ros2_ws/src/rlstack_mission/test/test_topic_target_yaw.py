@@ -50,7 +50,8 @@ def test_yaw_in_base_link_as_published(ports):
 
 def test_yaw_from_another_frame_through_tf_or_none(ports):
     p, node, log = ports
-    node.tf.set("odom", "base_link", (1.0, 0.0, 0.0), (0.0, 0.0, math.sin(math.radians(15)), math.cos(math.radians(15))))
+    half = math.radians(15)
+    node.tf.set("odom", "base_link", (1.0, 0.0, 0.0), (0.0, 0.0, math.sin(half), math.cos(half)))
     node.topic_target = _pose("odom", math.radians(45.0))
     assert math.degrees(p._topic_target_yaw()) == pytest.approx(15.0)
     node.topic_target = _pose("elsewhere", 0.3)

@@ -108,7 +108,10 @@ PARAMS: List[Param] = [
        0.001, 3.1416, "controller"),
     _p("goal_precision", 0.5, "", "fraction of the tolerances the controller aims for (margin for stopping)",
        0.05, 1.0, "controller"),
-    _p("final_rotation_hold", 3.0, "", "once in position, the final turn in place goes on while the position estimate stays within this many xy tolerances (a localiser's corrections move the estimate while the robot turns; Nav2's stateful goal checker); 1: approach again as soon as it leaves the tolerance", 1.0, 20.0, "controller"),
+    _p("final_rotation_hold", 3.0, "", "once in position, the final turn in place goes on while the position "
+       "estimate stays within this many xy tolerances (a localiser's corrections move the estimate while the robot "
+       "turns; Nav2's stateful goal checker); 1: approach again as soon as it leaves the tolerance", 1.0, 20.0,
+       "controller"),
     # ---------------------------------------------------------------------- obstacles
     _p("min_obstacle_height", 0.03, "m", "depth returns lower than this are floor", -1.0, 5.0, "obstacles"),
     _p("floor_noise_per_m2", 0.0, "m/m^2", "the floor threshold rises by this times depth squared (a noisy depth "

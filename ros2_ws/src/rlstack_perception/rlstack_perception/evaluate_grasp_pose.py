@@ -8,10 +8,10 @@ object, facing it from a random free direction -- and the head camera renders th
 have there (the robot's own mast camera pose relative to ``base_link``, read from the backend; the
 robot's body is not drawn at the new pose). The hint is the true centre plus a 2 cm (std) x/y
 error, as the semantic map's centroid gives it. ``--depth-noise`` applies the bridge's depth noise
-model (``sim_bridges.sensor_noise.DepthNoise``, robot mode) to every view. The estimate (``grasp_pose.estimate_grasp_pose``,
-in ``base_link``) is compared with the simulator's pose: x/y, z and 3-D centre error, yaw error mod
-90 deg (cubes), and the share of views without a usable estimate (by reason). Prints a table and
-one JSON line.
+model (``sim_bridges.sensor_noise.DepthNoise``, robot mode) to every view. The estimate
+(``grasp_pose.estimate_grasp_pose``, in ``base_link``) is compared with the simulator's pose: x/y,
+z and 3-D centre error, yaw error mod 90 deg (cubes), and the share of views without a usable
+estimate (by reason). Prints a table and one JSON line.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ import numpy as np
 from .frame import Frame, quat_to_matrix
 from .grasp_pose import GraspPoseConfig, estimate_grasp_pose, wrap_quarter
 from .simtools import _free, target_objects
-
 
 #: kinds whose footprint is square (their yaw error mod 90 deg is measured): the cube, the lego brick
 SQUARE_KINDS = ("cube", "lego")
@@ -123,8 +122,8 @@ def evaluate(layouts: int = 10, views: int = 3, seed: int = 7, hint_std: float =
                 truth = rb.T @ (c - base3)                            # the object's centre in base_link
                 hint = truth + np.array([rng.normal(0, hint_std), rng.normal(0, hint_std), 0.0])
                 est = estimate_grasp_pose(frame, hint, config)
-                row = {"object": name, "shape": st.shape, "kind": st.kind, "on_floor": bool(c[2] < 0.2), "range_m": round(r, 3),
-                       "ok": est.ok, "reason": est.reason.split(":")[0]}
+                row = {"object": name, "shape": st.shape, "kind": st.kind, "on_floor": bool(c[2] < 0.2),
+                       "range_m": round(r, 3), "ok": est.ok, "reason": est.reason.split(":")[0]}
                 if est.ok:
                     err = est.centre - truth
                     row.update(err_xy=float(np.hypot(err[0], err[1])), err_z=float(abs(err[2])),
@@ -191,10 +190,11 @@ def markdown(res: Dict) -> str:
         f = lambda s, k=1000: "-" if s["median"] is None else f"{s['median'] * k:.1f} / {s['p95'] * k:.1f}"  # noqa: E731
         yaw = "-" if g["err_yaw_deg"]["median"] is None else \
             f"{g['err_yaw_deg']['median']:.1f} / {g['err_yaw_deg']['p95']:.1f} deg"
+        aspect = "-" if g["aspect"]["median"] is None else ", ".join(f"{v:.2f}" for v in g["aspect"].values())
+        narrow = ("-" if g["narrow_side_m"]["median"] is None
+                  else ", ".join(f"{v * 100:.1f}" for v in g["narrow_side_m"].values()))
         lines.append(f"| {label} | {g['views']} | {g['usable']} | {f(g['err_xy_m'])} mm | {f(g['err_z_m'])} mm | "
-                     f"{f(g['err_3d_m'])} mm | {yaw} | {g['symmetric_share']} | "
-                     f"{'-' if g['aspect']['median'] is None else ', '.join(f'{v:.2f}' for v in g['aspect'].values())} | "
-                     f"{'-' if g['narrow_side_m']['median'] is None else ', '.join(f'{v * 100:.1f}' for v in g['narrow_side_m'].values())} |")
+                     f"{f(g['err_3d_m'])} mm | {yaw} | {g['symmetric_share']} | {aspect} | {narrow} |")
     return "\n".join(lines)
 
 

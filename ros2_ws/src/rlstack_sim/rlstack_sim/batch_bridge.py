@@ -2,9 +2,10 @@
 
 A thin adapter over :class:`rlstack_sim.batch.BatchSims`: ``~/step`` (``rlstack_interfaces/SimStepBatch``)
 carries the commands of all N envs (and per-env resets, and auto-resets of envs whose episode
-ends in the call, as a VecEnv does) and answers with all N states as flat arrays, so a vectorised training env over ROS (``rlstack_learning.ros.batch_env``) pays one round
-trip per batch step. Always lockstep: nothing advances between calls, and nothing is published
-per step (diagnostics once a second). See docs/reference/sim-bridge.md ("Batched lockstep").
+ends in the call, as a VecEnv does) and answers with all N states as flat arrays, so a vectorised
+training env over ROS (``rlstack_learning.ros.batch_env``) pays one round trip per batch step.
+Always lockstep: nothing advances between calls, and nothing is published per step (diagnostics
+once a second). See docs/reference/sim-bridge.md ("Batched lockstep").
 """
 
 from __future__ import annotations

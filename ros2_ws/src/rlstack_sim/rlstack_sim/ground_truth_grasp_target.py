@@ -26,7 +26,6 @@ import math
 from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
-
 from geometry_msgs.msg import PointStamped, PoseStamped
 from nav_msgs.msg import Odometry
 from rclpy.node import Node

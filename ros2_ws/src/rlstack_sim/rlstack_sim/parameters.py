@@ -10,10 +10,9 @@ from __future__ import annotations
 from typing import Any, Dict, List, Sequence
 
 from rlstack_common.param_table import Param
+from rlstack_sim.config import MODES
 from sim_bridges.sensor_noise import DepthNoise
 from sim_bridges.wheel_odometry import OdometryErrors
-
-from rlstack_sim.config import MODES
 
 __all__ = ["Param", "bridge_parameters", "depth_noise", "odometry_errors"]
 
