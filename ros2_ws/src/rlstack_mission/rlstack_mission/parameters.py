@@ -130,9 +130,8 @@ MISSION: List[P] = [
     P("align_wrist", True, "Before the lift, turn the gripper square to the grasp target's sides (/arm/ee_yaw = its "
       "yaw mod 90 deg in base_link: the held estimate in robot mode, as policies/mobile_lift_perceived is evaluated; "
       "the answer on /grasp_target with grasp_target_source topic); back to 0 when the arm is clear"),
-    P("wrist_turn_s", 0.6, "Time given to a 45 deg wrist turn before the lift starts (a smaller turn gets its "
-      "share), s (sim time)", 0.0, 10.0),
-    P("hold_s", 0.5, "The lift must hold this long, s (sim time)", 0.0, 60.0),
+    P("wrist_turn_s", 0.6, "Time given to a wrist turn before the lift starts, s (sim time)", 0.0, 10.0),
+    P("hold_s", 1.0, "The lift must hold this long, s (sim time)", 0.0, 60.0),
     P("min_finger_width", 0.02, "Closed fingers wider than this hold something, m", 0.0, 0.08),
     P("drop_confirm_s", 0.3, "While carrying, fingers closed to min_finger_width or less for this long mean the "
       "object fell out: the drive stops, s (wall)", 0.0, 5.0),
@@ -147,7 +146,7 @@ MISSION: List[P] = [
     P("dock_speed", 0.2, "Straight docking speed, m/s", 0.01, 1.0),
     P("cmd_vel_topic", "/cmd_vel", "Topic of the docking moves (geometry_msgs/Twist): /cmd_vel drives the base "
       "directly; behind cmd_vel_mux an input of its own, /cmd_vel_mission"),
-    P("turn_speed", 1.5, "Turn rate when looking around, rad/s", 0.05, 3.0),
+    P("turn_speed", 1.2, "Turn rate when looking around, rad/s", 0.05, 3.0),
     P("look_period_s", 1.0, "Period of the map queries while driving and turning (look_while_driving), s", 0.1, 10.0),
     P("base_frame", "base_link", "Robot base frame"),
     P("odom_frame", "odom", "Odometry frame: the grasp target is held in it during a grasp"),
@@ -155,8 +154,8 @@ MISSION: List[P] = [
     P("ee_frame", "panda_grasptarget", "Grasp point frame"),
     P("control_rate_hz", 20.0, "Rate of the mission's own arm and docking loops, Hz", 1.0, 200.0),
     P("arm_max_step", 0.03, "Longest grasp-point step per arm command of the mission's own arm moves with an empty "
-      "hand (look, recover, after the put-down) and of the put-down's descent to the floor, m", 0.001, 0.05),
-    P("arm_max_step_carrying", 0.02, "... and of the stow, holding an object, m", 0.001, 0.05),
+      "hand (look, recover, after the put-down), m", 0.001, 0.05),
+    P("arm_max_step_carrying", 0.02, "... and holding an object (stow, lowering it at the drop-off), m", 0.001, 0.05),
 ]
 
 #: the node's own settings (not FetchParams fields): node attribute -> the parameter it is read from

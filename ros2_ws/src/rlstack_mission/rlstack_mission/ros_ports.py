@@ -62,7 +62,6 @@ class RosPorts:
         self.n, self.goal = node, goal_handle
         self.period = 1.0 / node.rate_hz
         self._wrist_yaw: Optional[float] = None   # last /arm/ee_yaw sent in this fetch (None: none yet)
-        self._wrist_done_at = 0.0                  # sim time by which the wrist has turned to it
         self._asked = ""   # the user's words (the last query): the close look is checked against their shape
         self._map_status = ""   # the semantic map's summary with its last answer
         self.carrying = False   # from a stow that held the object until the release or recover_arm
@@ -547,19 +546,14 @@ class RosPorts:
         if self.n.align_wrist:
             self._turn_wrist(0.0)   # the arm is clear: square again after an earlier grasp
         self._sim_sleep(0.3)   # frames taken with the arm away
-        wrist = None
         try:
             pos, quat, frame, symmetric = self._perceived_pose(target, from_afar)
-            try:
-                self.n.held_target = to_frame(self.n.tf, pos, quat, frame, self.n.odom_frame)
-            except KeyError as exc:
-                raise MissionAborted(FetchCode.ERROR,
-                                     f"cannot hold the grasp target in '{self.n.odom_frame}': {exc}") from None
-            if self.n.align_wrist:   # turned on the way back, not after it (the lift's turn then has ~nothing left)
-                wrist = wrap_quarter(self._held_target_yaw())
         finally:
-            # where the lift policy starts
-            self._move_ee(self.n.carry_point, 4.0, gripper_open=True, wrist_yaw=wrist)
+            self._move_ee(self.n.carry_point, 4.0, gripper_open=True)   # where the lift policy starts
+        try:
+            self.n.held_target = to_frame(self.n.tf, pos, quat, frame, self.n.odom_frame)
+        except KeyError as exc:
+            raise MissionAborted(FetchCode.ERROR, f"cannot hold the grasp target in '{self.n.odom_frame}': {exc}")
         return symmetric
 
     def estimate_target(self, target: Match, from_afar: bool = False) -> GraspOutcome:
@@ -658,49 +652,35 @@ class RosPorts:
         except KeyError as exc:
             raise MissionAborted(FetchCode.ERROR, f"cannot express the grasp target in '{self.n.base_frame}': {exc}")
 
-    def _command_wrist(self, yaw: float) -> None:
-        """Send /arm/ee_yaw = ``yaw``. A new yaw starts the time the turn is given: ``wrist_turn_s``, or
-        the share of it that the turn from the last commanded yaw needs (``wrist_turn_s`` is the time
-        for 45 deg, the most a turn to a cube's sides takes)."""
-        if self._wrist_yaw is None or abs(yaw - self._wrist_yaw) >= 1e-6:
-            share = 1.0 if self._wrist_yaw is None else min(1.0, abs(yaw - self._wrist_yaw) / (math.pi / 4))
-            self._wrist_yaw = float(yaw)
-            self._wrist_done_at = self._sim_now() + max(share * self.n.wrist_turn_s, 2 * self.period)
-        self.n.ee_yaw_pub.publish(Float64(data=float(yaw)))
-
     def _turn_wrist(self, yaw: float) -> None:
-        """Turn the gripper to ``yaw`` about base_link z (/arm/ee_yaw) and wait until the time given to
-        the turn (:meth:`_command_wrist`) is over. Re-sent every 0.2 s: each command also feeds the
-        bridge's arm watchdog, which would otherwise hold the arm (and stop the turn) after its timeout
-        without an arm command."""
-        if self._wrist_yaw is not None and abs(yaw - self._wrist_yaw) < 1e-6 and self._sim_now() >= self._wrist_done_at:
+        """Turn the gripper to ``yaw`` about base_link z (/arm/ee_yaw) and give it ``wrist_turn_s``.
+        Re-sent every 0.2 s: each command also feeds the bridge's arm watchdog, which would otherwise
+        hold the arm (and stop the turn) after its timeout without an arm command."""
+        if self._wrist_yaw is not None and abs(yaw - self._wrist_yaw) < 1e-6:
             return   # already there (the bridge's reset also squares it, but this mission is not told)
+        self._wrist_yaw = float(yaw)
+        t_end = self._sim_now() + self.n.wrist_turn_s
         while True:
-            self._command_wrist(yaw)
-            left = self._wrist_done_at - self._sim_now()
-            if left <= 0:
+            self.n.ee_yaw_pub.publish(Float64(data=float(yaw)))
+            if self._sim_now() >= t_end:
                 return
-            self._sim_sleep(min(0.2, left))
+            self._sim_sleep(min(0.2, max(0.0, t_end - self._sim_now())))
 
     def _move_ee(self, goal: np.ndarray, timeout_s: float, gripper_open: Optional[bool],
-                 stop_when_blocked: bool = False, base: Optional[Callable[[], Optional[Twist]]] = None,
-                 max_step: Optional[float] = None, wrist_yaw: Optional[float] = None) -> bool:
+                 stop_when_blocked: bool = False, base: Optional[Callable[[], Optional[Twist]]] = None) -> bool:
         """Step the grasp point towards ``goal`` (base_link) until within 1.5 cm or ``timeout_s``.
         ``stop_when_blocked``: also stop once the hand has moved less than 5 mm in 0.5 s (it is
         pressing on something: a placed object on the floor). ``base``: the base's command (see
         :meth:`_straight`), published in the same loop until it answers None; the move lasts until both
-        are done (the base is stopped at the end either way). ``max_step``: the longest step per
-        command (default: ``arm_max_step``, or ``arm_max_step_carrying`` with the fingers commanded
-        shut). ``wrist_yaw``: the wrist turns to it (/arm/ee_yaw) during the move."""
+        are done (the base is stopped at the end either way)."""
         try:
-            return self._step_ee(goal, timeout_s, gripper_open, stop_when_blocked, base, max_step, wrist_yaw)
+            return self._step_ee(goal, timeout_s, gripper_open, stop_when_blocked, base)
         finally:
             if base is not None:
                 self.n.cmd_pub.publish(Twist())
 
     def _step_ee(self, goal: np.ndarray, timeout_s: float, gripper_open: Optional[bool], stop_when_blocked: bool,
-                 base: Optional[Callable[[], Optional[Twist]]], max_step: Optional[float],
-                 wrist_yaw: Optional[float]) -> bool:
+                 base: Optional[Callable[[], Optional[Twist]]]) -> bool:
         t_end = self._sim_now() + timeout_s
         last_pos, last_t = self._ee(), self._sim_now()
         sent_gripper: Optional[float] = None
@@ -713,8 +693,6 @@ class RosPorts:
                     base = None
                 else:
                     self.n.cmd_pub.publish(twist)
-            if wrist_yaw is not None:
-                self._command_wrist(wrist_yaw)
             ee = self._ee()
             err = goal - ee
             if np.linalg.norm(err) < 0.015:
@@ -733,7 +711,7 @@ class RosPorts:
             # lags it, so a step of 1.5 cm a command moved it ~0.1 m/s (a put-down took 6 s).
             # Holding an object (the fingers commanded shut) the hand moves slower: at the full step a
             # stowed cube fell out on the next drive (1 of 9 development fetches).
-            cap = max_step or (self.n.arm_max_step_carrying if gripper_open is False else self.n.arm_max_step)
+            cap = self.n.arm_max_step_carrying if gripper_open is False else self.n.arm_max_step
             step = np.clip(0.33 * err, -cap, cap)
             self.n.ee_pub.publish(Vector3(x=float(step[0]), y=float(step[1]), z=float(step[2])))
             if gripper_open is not None and (sent_gripper is None or time.monotonic() - sent_gripper > 1.0):
@@ -821,10 +799,7 @@ class RosPorts:
         """
         self.carrying = False
         t0 = self._sim_now()
-        # lowered at the empty hand's step: the carrying step guards the stow and the drive after it (a
-        # loosened grip let a cube fall on the way); here the object is let go 6 cm above the floor anyway
-        down = self._move_ee(self.n.place_point, 6.0, gripper_open=False, stop_when_blocked=True,
-                             max_step=self.n.arm_max_step)
+        down = self._move_ee(self.n.place_point, 6.0, gripper_open=False, stop_when_blocked=True)
         off = self.n.place_point - self._ee()
         self.n.get_logger().info(f"put-down: the hand went down in {self._sim_now() - t0:.1f} s "
                                  f"({'reached' if down else 'stopped'} {np.linalg.norm(off) * 100:.1f} cm from the "

@@ -72,7 +72,7 @@ PARAMS: List[Param] = [
     _p("occupied_threshold", 65, "%", "map value (0-100) at and above which a cell is an obstacle", 1, 100, "cost"),
     _p("allow_unknown", False, "", "plan through unknown (-1) map cells", group="cost"),
     # --------------------------------------------------------------------- controller
-    _p("desired_linear_vel", 0.8, "m/s", "cruise speed (forward only)", 0.01, 5.0, "controller"),
+    _p("desired_linear_vel", 0.65, "m/s", "cruise speed (forward only)", 0.01, 5.0, "controller"),
     _p("max_angular_vel", 1.5, "rad/s", "|angular velocity| limit while following", 0.01, 10.0, "controller"),
     _p("lookahead_dist", 0.6, "m", "lookahead when use_velocity_scaled_lookahead_dist is false", 0.05, 5.0,
        "controller"),
@@ -85,7 +85,7 @@ PARAMS: List[Param] = [
        "place (until under half of it)", 0.0, 3.1416, "controller"),
     _p("rotate_to_heading_angular_vel", 1.5, "rad/s", "turning speed in place", 0.01, 10.0, "controller"),
     _p("min_rotate_angular_vel", 0.1, "rad/s", "slowest in-place turn before the target angle", 0.0, 5.0, "controller"),
-    _p("max_linear_accel", 0.7, "m/s^2", "linear acceleration limit", 0.01, 20.0, "controller"),
+    _p("max_linear_accel", 0.5, "m/s^2", "linear acceleration limit", 0.01, 20.0, "controller"),
     _p("max_linear_decel", 0.8, "m/s^2", "linear deceleration limit (also sizes the stop at the goal)", 0.01, 20.0,
        "controller"),
     _p("max_angular_accel", 2.5, "rad/s^2", "angular acceleration limit", 0.01, 50.0, "controller"),
