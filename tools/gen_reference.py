@@ -39,27 +39,25 @@ BLOCK = re.compile(r"(<!-- generated: (\S+) (\S+) -->\n)(.*?)(<!-- end generated
 Row = Tuple[str, str, str, str]   # name, default, range, description
 
 
-def _bridge_table() -> List[Any]:
-    from rlstack_sim.parameters import bridge_parameters
-    from sim_bridges import backend_names
-    from sim_bridges.scenes import scene_names
+def _for_this_build(source: str) -> Callable[[], List[Any]]:
+    """A table built by ``source`` ("module:function" taking this build's scenes and backends)."""
+    def build() -> List[Any]:
+        import importlib
 
-    return bridge_parameters(scene_names(), backend_names())
+        from sim_bridges import backend_names
+        from sim_bridges.scenes import scene_names
 
+        module, function = source.split(":")
+        return getattr(importlib.import_module(module), function)(scene_names(), backend_names())
 
-def _batch_bridge_table() -> List[Any]:
-    from rlstack_sim.batch_parameters import batch_bridge_parameters
-    from sim_bridges import backend_names
-    from sim_bridges.scenes import scene_names
-
-    return batch_bridge_parameters(scene_names(), backend_names())
+    return build
 
 
 # Node -> its parameter table: "module:ATTRIBUTE" (a list of Param) or a function returning the list.
 TABLES: Dict[str, Any] = {
     "nav_controller": "rlstack_nav.parameters:PARAMS",
     "mission": "rlstack_mission.parameters:MISSION",
-    "sim_bridge": _bridge_table,
+    "sim_bridge": _for_this_build("rlstack_sim.parameters:bridge_parameters"),
     "semantic_map": "rlstack_perception.parameters:SEMANTIC_MAP",
     "grasp_pose": "rlstack_perception.parameters:GRASP_POSE",
     "policy_node": "rlstack_policy.parameters:POLICY_NODE",
@@ -72,11 +70,10 @@ TABLES: Dict[str, Any] = {
     "smoke_talker": "rlstack_smoke.parameters:SMOKE_TALKER",
     "smoke_map": "rlstack_smoke.parameters:SMOKE_MAP",
     "train_node": "rlstack_learning.parameters:TRAIN_NODE",
-    "batch_bridge": _batch_bridge_table,
+    "batch_bridge": _for_this_build("rlstack_sim.batch_parameters:batch_bridge_parameters"),
     "ground_truth_grasp_target": "rlstack_sim.grasp_target_parameters:GROUND_TRUTH_GRASP_TARGET",
     "echo_node": "rlstack_testing.parameters:ECHO_NODE",
 }
-
 
 
 def _fmt(value: Any) -> str:
