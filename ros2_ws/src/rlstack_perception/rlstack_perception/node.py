@@ -85,7 +85,7 @@ class SemanticMapNode(Node):
         self.publish_embeddings, self.marker_scale = v.publish_embeddings, v.marker_text_size
         map_cfg = MapConfig(sim_threshold=v.sim_threshold, gate_m=v.gate_m, max_objects=v.max_objects,
                             label_min_score=v.label_min_score, snap_temperature=v.snap_temperature,
-                            colocated_m=v.colocated_m)
+                            colocated_m=v.colocated_m, merge_m=v.merge_m)
         filt = FilterConfig(min_area=v.min_area_px, max_area_fraction=v.max_area_fraction,
                             min_stability=v.min_stability, min_valid_depth=v.min_valid_depth)
 
@@ -276,7 +276,8 @@ class SemanticMapNode(Node):
         skipped = self.counts["frames_skipped"]
         st.level = DiagnosticStatus.WARN if skipped and self.skips else DiagnosticStatus.OK
         st.message = f"{len(self.pipeline.map)} objects; {self.counts['frames_processed']} frames, {skipped} skipped"
-        kv = {"objects": len(self.pipeline.map), **{k: v for k, v in self.counts.items()},
+        kv = {"objects": len(self.pipeline.map), "objects_merged": self.pipeline.map.merged,
+              **{k: v for k, v in self.counts.items()},
               **{f"skipped_{k}": v for k, v in self.skips.items()},
               **{f"ms_{k}": round(v, 2) for k, v in self.last_ms.items()}}
         kv.setdefault("frames_processed", 0)

@@ -53,6 +53,9 @@ SEMANTIC_MAP: List[P] = [
       0.0, 1000.0),
     P("colocated_m", 0.03, "Query head: entries closer than this are one object seen two ways: a query answers "
       "once, with the best-observed one (its labels, label and position), m (0: off)", 0.0, 1.0),
+    P("merge_m", 0.10, "One object: a detection of an entry's colour this close to it updates it (whatever "
+      "its shape reads), and entries of one colour this close merge into the one with more evidence; "
+      "colours from the labels, so off without them, m (0: off)", 0.0, 1.0),
     P("min_area_px", 30, "Masks smaller than this are dropped, pixels", 1, 1000000),
     P("max_area_fraction", 0.5, "Masks larger than this image fraction are dropped", 0.0, 1.0),
     P("min_stability", 0.6, "Min mask stability score", 0.0, 1.0),

@@ -1,10 +1,19 @@
 """The semantic map: a dictionary of objects keyed by appearance embedding.
 
 Association: a detection updates the best entry whose embedding similarity is at least
-``sim_threshold`` *and* whose position is within ``gate_m`` (spatial gate); otherwise it
-adds an entry. Fusion: the position is a running mean weighted by each observation's
-weight (closer, larger views weigh more), the embedding a running unit mean; ``observations``
-counts fused frames and ``confidence`` = 1 - exp(-sum of weights / 3) (0..1).
+``sim_threshold`` *and* whose position is within ``gate_m`` (spatial gate). A detection that passes
+no entry's threshold but lies within ``merge_m`` (3-D centre distance) of an entry of its colour
+(the colour word of the entry's label and of the detection's own best label) updates the nearest
+such entry: a poor view of a known object (far, small, half hidden) is one more look at it, not a
+new object. Otherwise the detection adds an entry. Fusion: the position is a running mean weighted
+by each observation's weight (closer, larger views weigh more), the embedding a running unit mean;
+``observations`` counts fused frames and ``confidence`` = 1 - exp(-sum of weights / 3) (0..1).
+Consolidation: after each update, an updated or added entry closer than ``merge_m`` to another of
+its colour is merged into the one with more evidence (larger weight), which keeps its id: entries
+move as evidence accrues, so two entries started apart can converge on one object. Entries of
+different colours, or without a colour (no label), are never merged; ``merge_m`` = 0 turns both
+rules off. The colour words are :data:`rlstack_perception.embed.COLOURS`; without label
+prototypes nothing has a colour and association is by similarity alone.
 Queries rank entries by cosine similarity of a text embedding to their embedding.
 Save/load are atomic (temp file + fsync + rename); a corrupt file is moved aside
 (``<name>.corrupt-<time>``) and reported, never half-read.
@@ -24,6 +33,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from rlstack_common import atomic
+from rlstack_perception.embed import COLOURS
 
 FORMAT = "rlstack_semantic_map/1"
 
@@ -84,6 +94,19 @@ class MapConfig:
     label_min_score: float = 0.5  # below this similarity to every label, the label is ""
     snap_temperature: float = 200.0  # queries see embeddings pulled onto the label prototypes (0: raw)
     colocated_m: float = 0.03     # label queries: entries closer than this answer once, as the best-observed one
+    # one colour and closer than this: one object (the detection fuses in, entries merge); 0: off. The home
+    # scenes' objects are ~5 cm; their centres are >= 0.15 m apart in home and >= ~0.13 m in home_kinds
+    # (6 cm clear between footprints), so 0.10 m joins the looks of one object but never two objects
+    merge_m: float = 0.10
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.merge_m) and self.merge_m >= 0.0):
+            raise ValueError(f"merge_m must be finite and >= 0, got {self.merge_m}")
+
+
+def colour_word(label: str) -> Optional[str]:
+    """The first colour word of :data:`~rlstack_perception.embed.COLOURS` in ``label`` (None if none)."""
+    return next((w for w in str(label).lower().split() if w in COLOURS), None)
 
 
 class SemanticMapCore:
@@ -98,12 +121,15 @@ class SemanticMapCore:
         self.labels = list(labels)
         self.label_embeddings = label_embeddings
         self.dropped_full = 0
+        self.merged = 0    # entries merged into another one since start (:meth:`consolidate`)
 
     def __len__(self) -> int:
         return len(self.objects)
 
     # ---------------------------------------------------------------- association + fusion
     def associate(self, det: Detection) -> Optional[MapObject]:
+        """The entry ``det`` updates: the most similar one (>= ``sim_threshold``) within ``gate_m``;
+        else the nearest one of its colour within ``merge_m``; else None (a new entry)."""
         best, best_sim = None, -1.0
         for obj in self.objects.values():
             if np.linalg.norm(obj.position - det.position) > self.config.gate_m:
@@ -111,10 +137,39 @@ class SemanticMapCore:
             sim = float(obj.embedding @ det.embedding)
             if sim >= self.config.sim_threshold and sim > best_sim:
                 best, best_sim = obj, sim
+        if best is None and self.config.merge_m > 0:
+            # a view too poor to pass the similarity test (its shape reads wrong) but of the right
+            # colour, on top of an entry: the same object. A new entry here would hold only such
+            # views (a wrong name) and keep their evidence from the entry that has the object right
+            colour = self._colour_of(det.embedding)
+            if colour is not None:
+                best = self._nearest_of_colour(det.position, colour)
+        return best
+
+    def _colour_of(self, embedding: np.ndarray) -> Optional[str]:
+        """The colour word of the best label of ``embedding`` (None without prototypes, or below
+        ``label_min_score``: no name, so no colour to trust)."""
+        if self.label_embeddings is None or not self.labels:
+            return None
+        sims = self.label_embeddings @ embedding
+        k = int(np.argmax(sims))
+        return colour_word(self.labels[k]) if sims[k] >= self.config.label_min_score else None
+
+    def _nearest_of_colour(self, position: np.ndarray, colour: str, exclude: int = -1) -> Optional[MapObject]:
+        """The nearest entry (not ``exclude``) closer than ``merge_m`` whose label has ``colour``."""
+        best, best_d = None, self.config.merge_m
+        for obj in self.objects.values():
+            if obj.id == exclude or colour_word(obj.label) != colour:
+                continue
+            d = float(np.linalg.norm(obj.position - position))
+            if d < best_d:
+                best, best_d = obj, d
         return best
 
     def update(self, detections: Sequence[Detection]) -> Tuple[int, int]:
-        """Fuse one frame's detections; return (updated, added). One entry takes one detection."""
+        """Fuse one frame's detections; return (updated, added). One entry takes one detection.
+        Then the entries touched are consolidated (:meth:`consolidate`), so ``len(self)`` may grow by
+        less than ``added``."""
         updated = added = 0
         with self._lock:
             taken = set()
@@ -135,7 +190,50 @@ class SemanticMapCore:
                     updated += 1
                 self._fuse(obj, det)
                 taken.add(obj.id)
+            self.consolidate(taken)
         return updated, added
+
+    def consolidate(self, ids: Optional[Sequence[int]] = None) -> int:
+        """Merge each entry of ``ids`` (None: all) closer than ``merge_m`` to another entry of its colour
+        into the one with more evidence; return the number of entries merged away.
+
+        Only an entry that moved or was relabelled can have come near another one, so :meth:`update`
+        passes the ids it touched. A survivor moves and may be relabelled, so it is checked again. The
+        survivor keeps its id; the merged-away id is gone (as after :meth:`forget`)."""
+        if self.config.merge_m <= 0:
+            return 0
+        merged = 0
+        with self._lock:
+            work = list(self.objects) if ids is None else [i for i in ids if i in self.objects]
+            while work:
+                a = self.objects.get(work.pop())
+                colour = None if a is None else colour_word(a.label)
+                if colour is None:
+                    continue
+                b = self._nearest_of_colour(a.position, colour, exclude=a.id)
+                if b is None:
+                    continue
+                keep, gone = (a, b) if (a.weight, -a.id) >= (b.weight, -b.id) else (b, a)
+                self._absorb(keep, gone)
+                del self.objects[gone.id]
+                merged += 1
+                work.append(keep.id)
+            self.merged += merged
+        return merged
+
+    def _absorb(self, keep: MapObject, gone: MapObject) -> None:
+        """Fold ``gone``'s evidence into ``keep`` as :meth:`_fuse` folds a detection: position, size and
+        embedding are means weighted by the evidence weights, weights and observations add up."""
+        w0, w = max(keep.weight, 1e-3), max(gone.weight, 1e-3)
+        a = w / (w0 + w)
+        keep.position = keep.position + a * (gone.position - keep.position)
+        keep.size = keep.size + a * (gone.size - keep.size)
+        e = w0 * keep.embedding + w * gone.embedding
+        keep.embedding = (e / max(np.linalg.norm(e), 1e-12)).astype(np.float32)
+        keep.weight = keep.weight + gone.weight
+        keep.observations += gone.observations
+        keep.last_seen = max(keep.last_seen, gone.last_seen)
+        self._relabel(keep)
 
     def _has_room(self) -> bool:
         return len(self.objects) < self.config.max_objects

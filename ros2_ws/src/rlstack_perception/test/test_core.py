@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from synthetic import render
 
+from rlstack_perception.embed import ALL_LABELS
 from rlstack_perception.frame import Frame, FrameError
 from rlstack_perception.localise import localise, surface_centroid
 from rlstack_perception.segment import (
@@ -159,3 +160,123 @@ def test_tf_buffer_says_when_a_transform_is_not_known_yet():
     with pytest.raises(LookupError) as info:
         tf.lookup("odom", "base_link", 0.5)
     assert not isinstance(info.value, TransformNotYet)
+
+
+# ---------------------------------------------------------------- one entry per object (merge_m)
+# one orthogonal prototype per label of the full vocabulary: a view's embedding is a mix of the label it
+# shows and the label a poor look reads (a far, small or half-hidden blue cylinder reading "blue bunny")
+PROTOS = np.eye(len(ALL_LABELS), 96, dtype=np.float32)
+
+
+def _look(label, misread=None, how_poor=0.0):
+    e = PROTOS[ALL_LABELS.index(label)] * (1.0 - how_poor)
+    if misread is not None:
+        e = e + PROTOS[ALL_LABELS.index(misread)] * how_poor
+    return e / np.linalg.norm(e)
+
+
+def _det(x, emb, weight=1.0, stamp=0.0, y=0.0, z=0.025):
+    return Detection(np.array([x, y, z]), np.ones(3) * 0.05, emb, weight, stamp)
+
+
+def _map(merge_m=0.10, labels=ALL_LABELS):
+    protos = PROTOS if labels else None
+    return SemanticMapCore(MapConfig(sim_threshold=0.75, gate_m=0.25, merge_m=merge_m), labels, protos)
+
+
+def test_a_poor_view_of_an_entrys_colour_fuses_into_it():
+    poor = _look("blue cylinder", "blue bunny", 0.6)   # reads "blue bunny": cosine 0.55 to the cylinder
+    assert float(poor @ _look("blue cylinder")) < 0.75
+    m = _map()
+    for t in range(5):
+        m.update([_det(1.0, _look("blue cylinder"), stamp=t)])
+    assert m.update([_det(1.04, poor, 0.3, stamp=9.0)]) == (1, 0)
+    (obj,) = m.objects.values()
+    assert obj.id == 1 and obj.observations == 6 and obj.last_seen == 9.0 and obj.label == "blue cylinder"
+    assert obj.position[0] == pytest.approx(1.0 + 0.04 * 0.3 / 5.3)
+    # today's behaviour without the rule, or without labels to read a colour from: a new entry, named
+    # by the poor view alone
+    for m in (_map(merge_m=0.0), _map(labels=())):
+        for t in range(5):
+            m.update([_det(1.0, _look("blue cylinder"), stamp=t)])
+        assert m.update([_det(1.04, poor, 0.3)]) == (0, 1) and len(m) == 2 and m.merged == 0
+    assert sorted(o.label for o in m.objects.values()) == ["", ""]      # no labels: no names either
+    m = _map(merge_m=0.0)
+    m.update([_det(1.0, _look("blue cylinder"))])
+    m.update([_det(1.04, poor, 0.3)])
+    assert sorted(o.label for o in m.objects.values()) == ["blue bunny", "blue cylinder"]
+
+
+def test_objects_of_other_colours_or_too_far_stay_apart():
+    m = _map()
+    for _ in range(3):
+        m.update([_det(1.0, _look("red cube")), _det(1.06, _look("blue ball"))])
+    # a poor look at the red cube that reads blue, beside the blue ball: fused into the ball (the colour
+    # decides, as the label would), never into the red cube
+    m.update([_det(1.0, _look("red cube", "blue bucket", 0.7), 0.2)])
+    assert sorted(o.label for o in m.objects.values()) == ["blue ball", "red cube"]
+    assert m.objects[1].observations == 3 and m.merged == 0
+    # one colour, 12 cm apart (mobile_table's two cubes; home_kinds' closest are 13 cm): two objects
+    m.update([_det(2.0, _look("green cube")), _det(2.12, _look("green lego"))])
+    assert len(m) == 4 and m.merged == 0
+    # an unnamed look (below label_min_score: no colour to trust) opens an entry, as before
+    m.update([_det(2.03, _e(*([0.0] * 95 + [1.0])))])    # orthogonal to every label: unnamed
+    assert len(m) == 5
+
+
+def test_entries_that_converge_merge_into_the_better_observed_one():
+    m = _map()
+    for t in range(5):
+        m.update([_det(0.0, _look("green cylinder"), stamp=t)])      # id 1: weight 5
+    m.update([_det(0.14, _look("green cylinder", "green pyramid", 0.8), 0.2, stamp=6.0)])
+    assert len(m) == 2 and m.objects[2].label == "green pyramid"     # 14 cm off: no merge yet
+    # the second entry's next look lands nearer (its first was a far, poor one); it moves to 7.3 cm
+    # from the first, and the two are one object
+    updated, added = m.update([_det(0.06, _look("green cylinder", "green pyramid", 0.8), 1.0, stamp=7.0)])
+    assert (updated, added) == (1, 0) and m.merged == 1
+    (obj,) = m.objects.values()
+    assert obj.id == 1 and obj.label == "green cylinder" and obj.observations == 7 and obj.last_seen == 7.0
+    assert obj.weight == pytest.approx(6.2) and obj.position[0] == pytest.approx((0.14 * 0.2 + 0.06) / 6.2)
+    # the merged-away id is gone: forgetting it forgets nothing, and ids are not reused
+    assert m.forget([2]) == 0
+    m.update([_det(3.0, _look("red ball"))])
+    assert max(m.objects) == 3
+    # the survivor is the one with more evidence, not the older one
+    m = _map()
+    m.update([_det(0.0, _look("yellow ball", "yellow egg", 0.8), 0.2)])
+    for _ in range(4):
+        m.update([_det(0.2, _look("yellow ball"))])
+    m.update([_det(0.08, _look("yellow ball"))])        # pulls the ball entry to 16 cm, then ...
+    assert len(m) == 2
+    for _ in range(10):                                 # ... the views that show where it is
+        m.update([_det(0.03, _look("yellow ball"))])
+    (obj,) = m.objects.values()
+    assert obj.id == 2 and obj.label == "yellow ball" and m.merged == 1
+
+
+def test_a_merged_map_saves_and_loads_as_it_was(tmp_path):
+    m = _map()
+    for t in range(3):
+        m.update([_det(0.0, _look("blue cube"), stamp=t), _det(1.0, _look("yellow cylinder"), stamp=t)])
+    m.update([_det(0.05, _look("blue cube", "blue wedge", 0.8), 0.2, stamp=5.0)])
+    assert len(m) == 2 and m.objects[1].observations == 4
+    m2 = _map()
+    assert m2.load(m.save(tmp_path / "map.json")) == 2
+    for i, o in m.objects.items():
+        o2 = m2.objects[i]
+        assert (o2.label, o2.observations, o2.last_seen) == (o.label, o.observations, o.last_seen)
+        assert np.allclose(o2.position, o.position) and np.allclose(o2.embedding, o.embedding)
+        assert o2.weight == pytest.approx(o.weight)
+    assert m2.consolidate() == 0            # a consolidated map has nothing left to merge
+
+
+def test_bad_merge_m_is_refused():
+    from rlstack_common.param_table import check_values
+    from rlstack_perception.parameters import SEMANTIC_MAP
+
+    for bad in (-0.1, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="merge_m"):
+            MapConfig(merge_m=bad)
+    assert check_values(SEMANTIC_MAP, {"merge_m": 0.0}) == [] and check_values(SEMANTIC_MAP, {"merge_m": 0.1}) == []
+    for bad in (-0.1, 2.0):
+        assert check_values(SEMANTIC_MAP, {"merge_m": bad}), bad

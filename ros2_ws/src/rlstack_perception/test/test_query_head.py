@@ -77,7 +77,9 @@ def test_cyan_hues_are_not_ours_and_greens_blues_stay():
 
 def test_map_label_scores_threshold_and_colocated_pooling():
     protos = np.eye(len(LABELS), 16, dtype=np.float32)
-    m = SemanticMapCore(MapConfig(colocated_m=0.03), LABELS, protos)
+    # merge_m=0: pooling at query time is what remains of two entries on one object when they are not
+    # merged at update time (merging them: test_core's merge tests)
+    m = SemanticMapCore(MapConfig(colocated_m=0.03, merge_m=0.0), LABELS, protos)
     cube, ball = LABELS.index("blue cube"), LABELS.index("blue ball")
     # the blue cube seen well, then once from far away as a "blue ball" 1 cm off; the real ball elsewhere
     for _ in range(5):
