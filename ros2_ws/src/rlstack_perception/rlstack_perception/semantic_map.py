@@ -96,7 +96,8 @@ class MapConfig:
     colocated_m: float = 0.03     # label queries: entries closer than this answer once, as the best-observed one
     # one colour and closer than this: one object (the detection fuses in, entries merge); 0: off. The home
     # scenes' objects are ~5 cm; their centres are >= 0.15 m apart in home and >= ~0.13 m in home_kinds
-    # (6 cm clear between footprints), so 0.10 m joins the looks of one object but never two objects
+    # (6 cm clear between footprints), so 0.10 m joins the looks of one object and leaves a margin of
+    # 3 cm or more for the entries' position errors before two objects of one colour would join
     merge_m: float = 0.10
 
     def __post_init__(self) -> None:
