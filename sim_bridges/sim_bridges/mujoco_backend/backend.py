@@ -104,6 +104,22 @@ _FINGER_ARMATURE = 0.3
 #: (``rlstack_learning.transfer``); with 3 it is 97 of 100 (docs/reference/training.md).
 _FRICTION_CONE = mujoco.mjtCone.mjCONE_ELLIPTIC
 _IMPRATIO = 3.0
+#: Finger pad contacts: reference damping ``b`` (1/s) and stiffness ``k`` (1/s^2) of MuJoCo's
+#: contact constraint (``solref`` in its direct form ``(-k, -b)``) as fractions of the timestep
+#: ``h``: ``b = _FINGER_CONTACT_BH / h``, ``k = _FINGER_CONTACT_KH2 / h**2``. Why: a friction row's
+#: reference acceleration is ``-b * slip speed`` and MuJoCo's constraint accelerations leave out
+#: the velocity-product terms (``dJ/dt qdot``), so an object held while the robot turns slides in
+#: the hand at about (centripetal acceleration) / ``b``, whatever the grip force, friction, impratio
+#: or the noslip solver. With MuJoCo's default ``solref`` (0.02 s: ``b`` ~ 105 /s) a cube held at
+#: the carry pose slid outwards along the pads at 7.2 mm/s while the base turned in place at
+#: 1.5 rad/s, and left the hand after ~4 s of turning (the fetch graph's drops: 3 of 23 fetches,
+#: all while turning in place; ``tools/probes/carry_grip.py``); the same contact also let the
+#: 20 N fingers sink 1.4-2.4 mm into the cube. With these (``b`` 240 /s, ``k`` 2.0e4 /s^2 at
+#: 240 Hz) it slides 1.8 mm/s and the pads sink 0.1-0.5 mm (PyBullet: 0.1 mm). The discrete contact is
+#: stable while ``h b + h^2 k / 2 < 2`` (here 1.2; 2.1 blew the grasp apart), hence the scaling with
+#: ``h``: the margin holds at any physics rate.
+_FINGER_CONTACT_BH = 1.2
+_FINGER_CONTACT_KH2 = 0.35
 # Optical frame (z forward, y down) -> MuJoCo/OpenGL camera frame (looks down -z, y up): rotate
 # pi about x. As a quaternion (xyzw): (1, 0, 0, 0).
 _OPTICAL_TO_GL = np.array([1.0, 0.0, 0.0, 0.0])
@@ -233,6 +249,12 @@ def _urdf_subtree(text: str, link: str) -> List[str]:
         out.append(name)
         todo.extend(children.get(name, []))
     return out
+
+
+def _urdf_joint_children(text: str, joints: Sequence[str]) -> List[str]:
+    """The child links of the URDF joints ``joints`` (in that order)."""
+    child = {j.get("name"): j.find("child").get("link") for j in ET.fromstring(text).iter("joint")}
+    return [child[name] for name in joints]
 
 
 def _with_mujoco_compiler(text: str, urdf_dir: Optional[str] = None) -> str:
@@ -369,6 +391,14 @@ class MuJoCoBackend(BackendBase):
             # with their force limit) is then stable at the physics rate
             for name in robot.arm.finger_joints:
                 ms.joint(name).armature = _FINGER_ARMATURE
+            # stiffer pad contacts (see _FINGER_CONTACT_BH): a contact with one direct-form solref
+            # geom takes that geom's solref, so every contact of a finger gets it
+            h = 1.0 / self._physics_rate_hz
+            finger_solref = [-_FINGER_CONTACT_KH2 / h ** 2, -_FINGER_CONTACT_BH / h]
+            for link in _urdf_joint_children(text, robot.arm.finger_joints):
+                for geom in ms.body(link).geoms:
+                    if geom.contype or geom.conaffinity:
+                        geom.solref = finger_solref
         root = ms.worldbody.first_body()
         root.pos = list(robot.base_pose.position)
         root.quat = _wxyz(robot.base_pose.orientation)

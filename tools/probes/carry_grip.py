@@ -1,0 +1,271 @@
+#!/usr/bin/env python3
+"""A cube lifted from a table, held through the mission's stow (the base backing off) and a drive, in
+process, on one backend: ``python tools/probes/carry_grip.py --backend mujoco --dz -0.01 0 0.01 --yaw 0 30``.
+
+Why: in the fetch graph on MuJoCo a lifted cube fell out of the closed hand 4-5 s after the lift,
+while the arm stowed to the carry pose and the base backed off, or early in the drive (3 of 23
+fetches); PyBullet never showed it. This plays the same moves without the graph: the robot stands
+in front of ``home``'s table_3 facing it, the cube lies on the table 0.58 m ahead of base_link,
+the hand comes down square to it (wrist turned to its yaw) with the grasp point ``dz`` above the
+cube's centre, closes, lifts 8 cm, then stows to the carry point (0.40, 0, 0.60) in base_link at
+the mission's pace (a third of the error per 20 Hz command, at most 2 cm) while backing off 0.3 m
+at 0.2 m/s, squares the wrist, turns in place a half turn (1.5 rad/s, 2.5 rad/s^2) and drives
+(0.65 m/s, 0.5 m/s^2 up, 0.8 m/s^2 down). The bridge's settings: 60 Hz control, arm steps spread
+over ``--step-period`` (0.05 s as ``make eval-fetch BACKEND=mujoco``).
+
+Per run it prints the finger opening, the cube's height below the grasp point (its slip in the
+hand) at the end of each phase and, if the cube fell out, when (phase, seconds into it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "sim_bridges"))
+
+from sim_bridges import make_backend  # noqa: E402
+from sim_bridges.contract import Pose  # noqa: E402
+from sim_bridges.geometry import quat_to_matrix  # noqa: E402
+
+CUBE = "yellow_cube"
+CARRY = np.array([0.40, 0.0, 0.60])
+#: the robot in front of table_3 (x 0.4-1.2, y 2.1-2.7, 0.5 m high), facing it (+y)
+BASE_XY, BASE_YAW = (0.8, 1.62), math.pi / 2
+CUBE_AHEAD = 0.58
+CONTROL_HZ, COMMAND_HZ = 60.0, 20.0
+
+
+def place_robot(sim, xy, yaw: float) -> None:
+    """Teleport the mobile base (standing at the origin, heading 0 after reset) to ``xy``, ``yaw``:
+    backend internals, as this probe is about the grasp, not the drive there."""
+    c, s = math.cos(yaw), math.sin(yaw)
+    rot = np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]])
+    name = type(sim).__name__
+    if name == "MuJoCoBackend":
+        import mujoco
+        model, d = sim.model, sim.data
+        for j in range(model.njnt):
+            if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE and model.jnt_bodyid[j] == sim._mobile[3]:
+                a = model.jnt_qposadr[j]
+                d.qpos[a:a + 3] = rot @ d.qpos[a:a + 3] + np.array([xy[0], xy[1], 0.0])
+                q = np.zeros(4)
+                mujoco.mju_mulQuat(q, np.array([math.cos(yaw / 2), 0, 0, math.sin(yaw / 2)]), d.qpos[a + 3:a + 7].copy())
+                d.qpos[a + 3:a + 7] = q
+                d.qvel[model.jnt_dofadr[j]:model.jnt_dofadr[j] + 6] = 0
+        sim._dirty = True
+        mujoco.mj_forward(model, d)
+    else:
+        import pybullet as p
+        body, cid = sim._mobile.body, sim._cid
+        pos, orn = p.getBasePositionAndOrientation(body, physicsClientId=cid)
+        new_pos = rot @ np.asarray(pos) + np.array([xy[0], xy[1], 0.0])
+        _, new_orn = p.multiplyTransforms((0, 0, 0), p.getQuaternionFromEuler((0, 0, yaw)), (0, 0, 0), orn)
+        p.resetBasePositionAndOrientation(body, new_pos.tolist(), new_orn, physicsClientId=cid)
+        p.resetBaseVelocity(body, (0, 0, 0), (0, 0, 0), physicsClientId=cid)
+
+
+def _in_base(sim, world: np.ndarray) -> np.ndarray:
+    base = sim.body_pose("base_link")
+    return quat_to_matrix(base.orientation).T @ (np.asarray(world) - base.position)
+
+
+def grasp_point(sim) -> np.ndarray:
+    return _in_base(sim, sim.body_pose("panda_grasptarget").position)
+
+
+def finger_width(sim) -> float:
+    js = sim.joint_state()
+    return float(sum(v for n, v in zip(js.names, js.position) if "finger" in n))
+
+
+class Run:
+    """One grasp-stow-drive; ``log`` keeps (t, phase, width, cube below grasp point, cube height over the floor)."""
+
+    def __init__(self, sim, per_command: int) -> None:
+        self.sim, self.per = sim, per_command
+        self.t, self.phase, self.t_phase = 0.0, "", 0.0
+        self.log: List[tuple] = []
+        self.fell: Optional[tuple] = None
+        self.holding = False
+
+    def enter(self, phase: str) -> None:
+        self.phase, self.t_phase = phase, self.t
+
+    def command(self, ee_step=None, base=None, gripper: Optional[bool] = None) -> None:
+        sim = self.sim
+        if ee_step is not None:
+            sim.set_end_effector_delta(*ee_step)
+        if base is not None:
+            sim.set_base_velocity(*base)
+        if gripper is not None:
+            sim.set_gripper(gripper)
+        sim.step(self.per)
+        self.t += self.per / CONTROL_HZ
+        cube = sim.ground_truth()[CUBE].pose.position
+        gp = sim.body_pose("panda_grasptarget").position
+        width = finger_width(sim)
+        below = float(gp[2] - cube[2])
+        self.log.append((round(self.t, 3), self.phase, width, below, float(cube[2])))
+        if self.holding and self.fell is None and (width < 0.02 or below > 0.04):
+            self.fell = (self.phase, round(self.t - self.t_phase, 2), round(width * 100, 2), round(below * 100, 1))
+
+    def move_to(self, goal: np.ndarray, gain: float, cap: float, timeout_s: float, base=None,
+                gripper: Optional[bool] = None) -> None:
+        t_end = self.t + timeout_s
+        while self.t < t_end:
+            err = goal - grasp_point(self.sim)
+            twist = base() if base is not None else None
+            if np.linalg.norm(err) < 0.015 and twist is None:
+                break
+            step = None if np.linalg.norm(err) < 0.015 else np.clip(gain * err, -cap, cap)
+            self.command(step, twist if twist is not None else ((0.0, 0.0) if base is not None else None), gripper)
+        if base is not None:
+            self.sim.set_base_velocity(0.0, 0.0)
+
+    def hold(self, seconds: float, base=None, gripper: Optional[bool] = None) -> None:
+        for _ in range(int(round(seconds * COMMAND_HZ))):
+            self.command(None, base, gripper)
+
+
+def ramp(plan, dt: float = 1.0 / COMMAND_HZ):
+    """Base commands through ``plan`` [(v, w, seconds)], ramped as the nav controller limits them."""
+    v = w = 0.0
+    for v_goal, w_goal, seconds in plan:
+        for _ in range(int(round(seconds / dt))):
+            dv = (0.5 if abs(v_goal) > abs(v) else 0.8) * dt
+            v += max(-dv, min(dv, v_goal - v))
+            w += max(-2.5 * dt, min(2.5 * dt, w_goal - w))
+            yield v, w
+
+
+#: the way to the drop-off: a half turn in place towards the path, a drive with a bend, and the final
+#: half turn in place at the goal (the fetch graph's drops all came while turning in place)
+DRIVE = (("turn in place", [(0.0, 1.5, 2.1), (0.0, 0.0, 0.8)]),
+         ("drive", [(0.65, 0.0, 3.0), (0.65, 1.0, 1.0), (0.65, 0.0, 1.0), (0.0, 0.0, 1.5)]),
+         ("final turn", [(0.0, -1.5, 2.1), (0.0, 0.0, 0.8)]))
+
+
+def finger_solref(sim, solref) -> None:
+    """Give the finger geoms' contacts MuJoCo ``solref`` ``(a, b)`` (backend internals)."""
+    robot, joints, links = sim._arm
+    model = sim.model
+    bodies = {links[n] for n in links if "finger" in n}
+    for g in range(model.ngeom):
+        if model.geom_bodyid[g] in bodies and (model.geom_contype[g] or model.geom_conaffinity[g]):
+            model.geom_solref[g] = solref
+
+
+def slide(sim) -> np.ndarray:
+    """The cube's centre in the grasp frame (m): x along the pads, y between the fingers, z along the fingers."""
+    g = sim.body_pose("panda_grasptarget")
+    return quat_to_matrix(g.orientation).T @ (sim.ground_truth()[CUBE].pose.position - g.position)
+
+
+def run_once(backend: str, dz: float, yaw_deg: float, step_period: float, seed: int = 1,
+             back_off: float = 0.3, lift: float = 0.08, drive: bool = True, after_load=None,
+             yaw_error_deg: float = 0.0, dx: float = 0.0) -> Dict:
+    sim = make_backend(backend)
+    try:
+        sim.load_scene("home")
+        sim.reset(seed=seed)
+        if after_load is not None:
+            after_load(sim)
+        sim.set_control_rate(CONTROL_HZ)
+        per = int(round(CONTROL_HZ / COMMAND_HZ))
+        if step_period > 0:
+            sim.set_end_effector_step_period(step_period)
+        place_robot(sim, BASE_XY, BASE_YAW)
+        yaw = math.radians(yaw_deg)
+        cube_xy = (BASE_XY[0] + CUBE_AHEAD * math.cos(BASE_YAW), BASE_XY[1] + CUBE_AHEAD * math.sin(BASE_YAW))
+        sim.set_object_pose(CUBE, Pose(position=(cube_xy[0], cube_xy[1], 0.525),
+                                       orientation=(0.0, 0.0, math.sin((BASE_YAW + yaw) / 2),
+                                                    math.cos((BASE_YAW + yaw) / 2))))
+        r = Run(sim, per)
+        r.enter("settle")
+        r.hold(0.5, gripper=True)
+        sim.set_end_effector_yaw(yaw + math.radians(yaw_error_deg))
+        r.hold(0.8)
+        cube = _in_base(sim, sim.ground_truth()[CUBE].pose.position)
+        r.enter("approach")
+        r.move_to(cube + np.array([0, 0, 0.10]), 0.5, 0.03, 4.0, gripper=True)
+        r.move_to(cube + np.array([dx, 0, dz]), 0.5, 0.015, 3.0, gripper=True)
+        r.hold(0.3)
+        r.enter("close")
+        r.hold(1.0, gripper=False)
+        r.holding = True
+        width_closed = finger_width(sim)
+        held_at = slide(sim)
+        r.enter("lift")
+        r.move_to(grasp_point(sim) + np.array([0, 0, lift]), 0.5, 0.015, 2.0, gripper=False)
+        lifted = float(sim.ground_truth()[CUBE].pose.position[2]) > 0.56
+        r.enter("stow")
+        remaining = [back_off]
+        start = sim.base_odometry().pose.position.copy()
+
+        def back():
+            done = float(np.linalg.norm(sim.base_odometry().pose.position[:2] - start[:2]))
+            rem = back_off - done
+            if rem < 0.01:
+                return None
+            remaining[0] = rem
+            return (-min(0.2, 1.5 * rem + 0.02), 0.0)
+
+        r.move_to(CARRY, 0.33, 0.02, 6.0, base=back if back_off > 0 else None, gripper=False)
+        after_stow = (finger_width(sim), r.log[-1][3])
+        slid_stow = slide(sim) - held_at
+        r.enter("square wrist")
+        sim.set_end_effector_yaw(0.0)
+        r.hold(0.6, gripper=False)
+        if drive:
+            for name, plan in DRIVE:
+                r.enter(name)
+                for v, w in ramp(plan):
+                    r.command(None, (v, w), False)
+            sim.set_base_velocity(0.0, 0.0)
+        return {"lifted": lifted, "closed_cm": round(width_closed * 100, 2),
+                "after_stow": (round(after_stow[0] * 100, 2), round(after_stow[1] * 100, 1)),
+                "end": (round(r.log[-1][2] * 100, 2), round(r.log[-1][3] * 100, 1)),
+                "fell": r.fell, "log": r.log,
+                "slid_stow_mm": np.round(slid_stow * 1000, 1).tolist(),
+                "slid_end_mm": np.round((slide(sim) - held_at) * 1000, 1).tolist()}
+    finally:
+        sim.close()
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--backend", default="mujoco", choices=("pybullet", "mujoco"))
+    ap.add_argument("--dz", type=float, nargs="+", default=[0.0], help="grasp point above the cube's centre, m")
+    ap.add_argument("--yaw", type=float, nargs="+", default=[0.0], help="cube yaw relative to the robot, deg")
+    ap.add_argument("--step-period", type=float, default=0.05)
+    ap.add_argument("--back-off", type=float, default=0.3)
+    ap.add_argument("--no-drive", action="store_true")
+    ap.add_argument("--yaw-error", type=float, default=0.0, help="hand turned this far off the cube's yaw, deg")
+    ap.add_argument("--dx", type=float, default=0.0, help="grasp point this far ahead of the cube's centre, m")
+    ap.add_argument("--finger-solref", type=float, nargs=2, default=None, metavar=("A", "B"),
+                    help="MuJoCo solref of the finger contacts instead of the backend's (0.02 1: MuJoCo's default)")
+    a = ap.parse_args(argv)
+    for dz in a.dz:
+        for yaw in a.yaw:
+            hook = None
+            if a.finger_solref is not None:
+                hook = lambda sim: finger_solref(sim, a.finger_solref)  # noqa: E731
+            res = run_once(a.backend, dz, yaw, a.step_period, back_off=a.back_off, drive=not a.no_drive,
+                           after_load=hook, yaw_error_deg=a.yaw_error, dx=a.dx)
+            print(f"{a.backend} dz {dz * 100:+.1f} cm yaw {yaw:+.0f} deg: lifted {res['lifted']}, closed at "
+                  f"{res['closed_cm']} cm; after the stow width {res['after_stow'][0]} cm, cube "
+                  f"{res['after_stow'][1]} cm below the grasp point; slid in the hand (x along the pads, y, z) "
+                  f"{res['slid_stow_mm']} mm in the stow, {res['slid_end_mm']} mm by the end; fell {res['fell']}",
+                  flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
