@@ -105,19 +105,22 @@ _FINGER_ARMATURE = 0.3
 _FRICTION_CONE = mujoco.mjtCone.mjCONE_ELLIPTIC
 _IMPRATIO = 3.0
 #: Finger pad contacts: reference damping ``b`` (1/s) and stiffness ``k`` (1/s^2) of MuJoCo's
-#: contact constraint (``solref`` in its direct form ``(-k, -b)``) as fractions of the timestep
-#: ``h``: ``b = _FINGER_CONTACT_BH / h``, ``k = _FINGER_CONTACT_KH2 / h**2``. Why: a friction row's
-#: reference acceleration is ``-b * slip speed`` and MuJoCo's constraint accelerations leave out
-#: the velocity-product terms (``dJ/dt qdot``), so an object held while the robot turns slides in
-#: the hand at about (centripetal acceleration) / ``b``, whatever the grip force, friction, impratio
-#: or the noslip solver. With MuJoCo's default ``solref`` (0.02 s: ``b`` ~ 105 /s) a cube held at
-#: the carry pose slid outwards along the pads at 7.2 mm/s while the base turned in place at
-#: 1.5 rad/s, and left the hand after ~4 s of turning (the fetch graph's drops: 3 of 23 fetches,
-#: all while turning in place; ``tools/probes/carry_grip.py``); the same contact also let the
-#: 20 N fingers sink 1.4-2.4 mm into the cube. With these (``b`` 240 /s, ``k`` 2.0e4 /s^2 at
-#: 240 Hz) it slides 1.8 mm/s and the pads sink 0.1-0.5 mm (PyBullet: 0.1 mm). The discrete contact is
-#: stable while ``h b + h^2 k / 2 < 2`` (here 1.2; 2.1 blew the grasp apart), hence the scaling with
-#: ``h``: the margin holds at any physics rate.
+#: contact constraint (``solref`` in its direct form ``(-k, -b)``) in units of the timestep ``h``:
+#: ``b = _FINGER_CONTACT_BH / h``, ``k = _FINGER_CONTACT_KH2 / h**2``. Why: a friction row's reference
+#: acceleration is ``-b * slip speed`` and MuJoCo's constraint accelerations leave out the
+#: velocity-product terms (``dJ/dt qdot``), so an object held while the robot turns, or while the
+#: arm swings, slides in the hand at about (centripetal acceleration) / ``b``: the friction it needs is
+#: far inside the cone, and impratio 10 or the noslip solver did not change it. With MuJoCo's default
+#: ``solref`` (0.02 s, ``b`` ~ 105 /s) a cube held at the carry pose slid outwards along the pads at
+#: 7.2 mm/s while the base turned in place at 1.5 rad/s, 10 mm during the stow, and left the hand
+#: in the next half turn (``tools/probes/carry_grip.py``: 16 of 16 grasps; the fetch graph lost 3 of
+#: 23 cubes, each while turning in place); the 20 N fingers also sank 1.4-2.4 mm into the cube.
+#: With these (at 240 Hz ``b`` 288 /s, ``k`` 2.0e4 /s^2) it slides 1.2 mm/s in that turn, 2-4 mm in
+#: the stow, 0 of 16 grasps fell (``tools/probes/stow_rate_check.py --carry``, seeds 700-719 and
+#: 800-819: 38 of 38 lifted cubes held through every manoeuvre, 32 of 38 before), and the pads
+#: sink 0.3-0.5 mm (PyBullet: 0.1 mm). The discrete
+#: contact is stable while ``h b + h^2 k / 2 < 2`` (here 1.4; at 2.1 the grasp blew apart), hence
+#: the scaling with ``h``: the margin holds at any physics rate (at 120 Hz it slides 2.2 mm/s).
 _FINGER_CONTACT_BH = 1.2
 _FINGER_CONTACT_KH2 = 0.35
 # Optical frame (z forward, y down) -> MuJoCo/OpenGL camera frame (looks down -z, y up): rotate
