@@ -97,7 +97,7 @@ _FINGER_FULL_FORCE_ERROR = 0.005
 _FINGER_ARMATURE = 0.3
 #: Friction: elliptic cones with frictional constraints 3x harder than normal ones (``impratio``),
 #: MuJoCo's advice for grasping. With its defaults (pyramidal cones, impratio 1) carried cubes left
-#: the closed hand under the base's turns and stops (``tools/stow_rate_check.py --carry``, seeds
+#: the closed hand under the base's turns and stops (``tools/probes/stow_rate_check.py --carry``, seeds
 #: 700-705 and 800-809: 6 of 14 lifted cubes held through every manoeuvre; the fetch graph lost the
 #: cube on the way to the drop-off in seeds 2 and 11); with these 13 of 14 (the other one lost in
 #: the stow). impratio 10 held 12 of 14 but the fixed-base lift fell from 94 to 86 of 100
