@@ -73,6 +73,7 @@ class MissionHost(Protocol):
     place_point: np.ndarray
     arm_max_step: float
     arm_max_step_carrying: float
+    arm_max_step_to_lift: float
 
     # -- the latest state, kept by the node's subscriptions
     tf: "TfTree"                        # /tf and /tf_static

@@ -156,6 +156,9 @@ MISSION: List[P] = [
     P("arm_max_step", 0.03, "Longest grasp-point step per arm command of the mission's own arm moves with an empty "
       "hand (look, recover, after the put-down), m", 0.001, 0.05),
     P("arm_max_step_carrying", 0.02, "... and holding an object (stow, lowering it at the drop-off), m", 0.001, 0.05),
+    P("arm_max_step_to_lift", 0.01, "... and of the move from the look pose to where the lift starts, after the grasp "
+      "pose is estimated: a faster swing slid the base 2 cm on its locked wheels (PyBullet), which odometry does not "
+      "see, and the held target was that far off the object, m", 0.001, 0.05),
 ]
 
 #: the node's own settings (not FetchParams fields): node attribute -> the parameter it is read from
@@ -200,6 +203,7 @@ SETTINGS: Dict[str, str] = {
     "rate_hz": "control_rate_hz",
     "arm_max_step": "arm_max_step",
     "arm_max_step_carrying": "arm_max_step_carrying",
+    "arm_max_step_to_lift": "arm_max_step_to_lift",
 }
 
 #: settings given as (x, y, z) points in base_link, m (numpy arrays for the node)

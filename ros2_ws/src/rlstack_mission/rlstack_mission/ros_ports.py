@@ -549,7 +549,9 @@ class RosPorts:
         try:
             pos, quat, frame, symmetric = self._perceived_pose(target, from_afar)
         finally:
-            self._move_ee(self.n.carry_point, 4.0, gripper_open=True)   # where the lift policy starts
+            # where the lift policy starts, at the gentle step: the held target assumes the base stays
+            # where it was when the camera looked, and a fast swing slid it on its locked wheels
+            self._move_ee(self.n.carry_point, 6.0, gripper_open=True, max_step=self.n.arm_max_step_to_lift)
         try:
             self.n.held_target = to_frame(self.n.tf, pos, quat, frame, self.n.odom_frame)
         except KeyError as exc:
@@ -667,20 +669,22 @@ class RosPorts:
             self._sim_sleep(min(0.2, max(0.0, t_end - self._sim_now())))
 
     def _move_ee(self, goal: np.ndarray, timeout_s: float, gripper_open: Optional[bool],
-                 stop_when_blocked: bool = False, base: Optional[Callable[[], Optional[Twist]]] = None) -> bool:
+                 stop_when_blocked: bool = False, base: Optional[Callable[[], Optional[Twist]]] = None,
+                 max_step: Optional[float] = None) -> bool:
         """Step the grasp point towards ``goal`` (base_link) until within 1.5 cm or ``timeout_s``.
         ``stop_when_blocked``: also stop once the hand has moved less than 5 mm in 0.5 s (it is
         pressing on something: a placed object on the floor). ``base``: the base's command (see
         :meth:`_straight`), published in the same loop until it answers None; the move lasts until both
-        are done (the base is stopped at the end either way)."""
+        are done (the base is stopped at the end either way). ``max_step``: the longest step per command
+        (default ``arm_max_step``, or ``arm_max_step_carrying`` with the fingers commanded shut)."""
         try:
-            return self._step_ee(goal, timeout_s, gripper_open, stop_when_blocked, base)
+            return self._step_ee(goal, timeout_s, gripper_open, stop_when_blocked, base, max_step)
         finally:
             if base is not None:
                 self.n.cmd_pub.publish(Twist())
 
     def _step_ee(self, goal: np.ndarray, timeout_s: float, gripper_open: Optional[bool], stop_when_blocked: bool,
-                 base: Optional[Callable[[], Optional[Twist]]]) -> bool:
+                 base: Optional[Callable[[], Optional[Twist]]], max_step: Optional[float] = None) -> bool:
         t_end = self._sim_now() + timeout_s
         last_pos, last_t = self._ee(), self._sim_now()
         sent_gripper: Optional[float] = None
@@ -711,7 +715,7 @@ class RosPorts:
             # lags it, so a step of 1.5 cm a command moved it ~0.1 m/s (a put-down took 6 s).
             # Holding an object (the fingers commanded shut) the hand moves slower: at the full step a
             # stowed cube fell out on the next drive (1 of 9 development fetches).
-            cap = self.n.arm_max_step_carrying if gripper_open is False else self.n.arm_max_step
+            cap = max_step or (self.n.arm_max_step_carrying if gripper_open is False else self.n.arm_max_step)
             step = np.clip(0.33 * err, -cap, cap)
             self.n.ee_pub.publish(Vector3(x=float(step[0]), y=float(step[1]), z=float(step[2])))
             if gripper_open is not None and (sent_gripper is None or time.monotonic() - sent_gripper > 1.0):
