@@ -260,6 +260,17 @@ def _urdf_joint_children(text: str, joints: Sequence[str]) -> List[str]:
     return [child[name] for name in joints]
 
 
+def _stiffen_finger_pads(ms: Any, urdf_text: str, finger_joints: Sequence[str], h: float) -> None:
+    """Give the colliding geoms of the fingers the stiffer pad contact (see ``_FINGER_CONTACT_BH``) for
+    timestep ``h``: a contact with one direct-form solref geom takes that geom's solref, so every
+    contact of a finger gets it."""
+    finger_solref = [-_FINGER_CONTACT_KH2 / h ** 2, -_FINGER_CONTACT_BH / h]
+    for link in _urdf_joint_children(urdf_text, finger_joints):
+        for geom in ms.body(link).geoms:
+            if geom.contype or geom.conaffinity:
+                geom.solref = finger_solref
+
+
 def _with_mujoco_compiler(text: str, urdf_dir: Optional[str] = None) -> str:
     """Ask MuJoCo's URDF compiler to keep visuals and every link as its own body.
 
@@ -394,14 +405,7 @@ class MuJoCoBackend(BackendBase):
             # with their force limit) is then stable at the physics rate
             for name in robot.arm.finger_joints:
                 ms.joint(name).armature = _FINGER_ARMATURE
-            # stiffer pad contacts (see _FINGER_CONTACT_BH): a contact with one direct-form solref
-            # geom takes that geom's solref, so every contact of a finger gets it
-            h = 1.0 / self._physics_rate_hz
-            finger_solref = [-_FINGER_CONTACT_KH2 / h ** 2, -_FINGER_CONTACT_BH / h]
-            for link in _urdf_joint_children(text, robot.arm.finger_joints):
-                for geom in ms.body(link).geoms:
-                    if geom.contype or geom.conaffinity:
-                        geom.solref = finger_solref
+            _stiffen_finger_pads(ms, text, robot.arm.finger_joints, 1.0 / self._physics_rate_hz)
         root = ms.worldbody.first_body()
         root.pos = list(robot.base_pose.position)
         root.quat = _wxyz(robot.base_pose.orientation)
