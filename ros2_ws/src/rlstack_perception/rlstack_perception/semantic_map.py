@@ -110,6 +110,17 @@ def colour_word(label: str) -> Optional[str]:
     return next((w for w in str(label).lower().split() if w in COLOURS), None)
 
 
+def _blend(obj: MapObject, w0: float, position: np.ndarray, size: np.ndarray, embedding: np.ndarray,
+           w: float) -> None:
+    """Move ``obj``'s position, size and (unit) embedding to their means weighted ``w0`` (the entry's) and
+    ``w`` (the new evidence's): a detection's fusion and an entry's merge alike."""
+    a = w / (w0 + w)
+    obj.position = obj.position + a * (position - obj.position)
+    obj.size = obj.size + a * (size - obj.size)
+    e = w0 * obj.embedding + w * embedding
+    obj.embedding = (e / max(np.linalg.norm(e), 1e-12)).astype(np.float32)
+
+
 class SemanticMapCore:
     """Thread-safe map (the node's timer and service callbacks may interleave)."""
 
@@ -225,12 +236,7 @@ class SemanticMapCore:
     def _absorb(self, keep: MapObject, gone: MapObject) -> None:
         """Fold ``gone``'s evidence into ``keep`` as :meth:`_fuse` folds a detection: position, size and
         embedding are means weighted by the evidence weights, weights and observations add up."""
-        w0, w = max(keep.weight, 1e-3), max(gone.weight, 1e-3)
-        a = w / (w0 + w)
-        keep.position = keep.position + a * (gone.position - keep.position)
-        keep.size = keep.size + a * (gone.size - keep.size)
-        e = w0 * keep.embedding + w * gone.embedding
-        keep.embedding = (e / max(np.linalg.norm(e), 1e-12)).astype(np.float32)
+        _blend(keep, max(keep.weight, 1e-3), gone.position, gone.size, gone.embedding, max(gone.weight, 1e-3))
         keep.weight = keep.weight + gone.weight
         keep.observations += gone.observations
         keep.last_seen = max(keep.last_seen, gone.last_seen)
@@ -242,11 +248,7 @@ class SemanticMapCore:
     def _fuse(self, obj: MapObject, det: Detection) -> None:
         w0, w = obj.weight, max(det.weight, 1e-3)
         if obj.observations:
-            a = w / (w0 + w)
-            obj.position = obj.position + a * (det.position - obj.position)
-            obj.size = obj.size + a * (det.size - obj.size)
-            e = (w0 * obj.embedding + w * det.embedding)
-            obj.embedding = (e / max(np.linalg.norm(e), 1e-12)).astype(np.float32)
+            _blend(obj, w0, det.position, det.size, det.embedding, w)
         obj.weight = w0 + w
         obj.observations += 1
         obj.last_seen = max(obj.last_seen, det.stamp)
