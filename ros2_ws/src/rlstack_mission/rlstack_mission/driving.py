@@ -6,6 +6,7 @@ a match (:mod:`rlstack_mission.approaches` on the map the robot has; UNREACHABLE
 
 from __future__ import annotations
 
+import math
 from typing import Callable, List, Optional
 
 from .approaches import (
@@ -65,10 +66,14 @@ class Driving(Bookkeeping):
                                  f"cannot stand to grasp '{target.label}' at ({target.x:.2f}, {target.y:.2f}): {why}")
         return approaches
 
-    def _navigate(self, pose: Pose2D, until: Optional[Callable[[], bool]] = None) -> NavOutcome:
-        """One navigation goal (``until``: :meth:`RobotPorts.navigate`). Lost localisation ends the
-        mission: every pose after it would be driven to on a wrong idea of where the robot is."""
-        outcome = self.ports.navigate(pose, until) if until is not None else self.ports.navigate(pose)
+    def _navigate(self, pose: Pose2D, until: Optional[Callable[[], bool]] = None,
+                  any_heading: bool = False) -> NavOutcome:
+        """One navigation goal (``until``: :meth:`RobotPorts.navigate`; ``any_heading``: no turn to
+        ``pose.yaw`` at the end). Lost localisation ends the mission: every pose after it would be
+        driven to on a wrong idea of where the robot is."""
+        kwargs = {"yaw_tolerance": math.pi} if any_heading else {}
+        outcome = self.ports.navigate(pose, until, **kwargs) if until is not None else \
+            self.ports.navigate(pose, **kwargs)
         if outcome.localization_lost:
             raise MissionAborted(FetchCode.LOCALIZATION_LOST,
                                  f"navigation stopped: localisation lost ({outcome.reason})")

@@ -1,7 +1,8 @@
 """LOCATE and EXPLORE (a part of :class:`rlstack_mission.fetch.FetchMission`, pure Python): ask the
-semantic map; when nothing matches, drive the waypoint tour, looking around at each waypoint (or
-beside it), then look at each support's top from its side (:mod:`rlstack_mission.viewpoints`),
-asking again on the way; after that a near miss or a look-alike match is looked at from close by.
+semantic map; when nothing matches, drive the waypoint tour (in the order that sees the static
+map's supports soonest), looking around at each waypoint (or beside it), then look at each
+support's top from its side (:mod:`rlstack_mission.viewpoints`), asking again on the way; after
+that a near miss or a look-alike match is looked at from close by.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 from .checks import best_match, look_alike_query
 from .driving import Driving
 from .mission_types import SENSED_BLOCKED, FetchCode, Match, MissionAborted, NavOutcome, Pose2D
-from .viewpoints import SupportView, alternate_viewpoints, support_views, tour_order
+from .viewpoints import SupportView, alternate_viewpoints, discovery_order, sees_support, support_boxes, support_views
 
 
 class Exploring(Driving):
@@ -58,8 +59,9 @@ class Exploring(Driving):
             kind, i, item = views[self._next_view]
             self._next_view += 1
             if kind == "waypoint":
+                ahead = _position(views[self._next_view]) if self._next_view < len(views) else None
                 with self._step("explore_drive"):
-                    found = self._visit_waypoint(i, item, query, avoid, deadline, until, seen)
+                    found = self._visit_waypoint(i, item, query, avoid, deadline, until, seen, ahead)
             else:
                 with self._step("support_look"):
                     found = self._look_at_support(i, item, query, avoid, until, seen)
@@ -83,7 +85,8 @@ class Exploring(Driving):
     def _viewpoints(self) -> List[Tuple[str, int, object]]:
         """Where exploring looks from, planned once from where the robot is when exploring starts:
         ("waypoint", i, (x, y, yaw)) for each exploration waypoint (a look around there), in the order
-        of the shortest tour (:func:`tour_order`), then, with ``support_looks``, ("support", j,
+        that sees the static map's supports soonest (:func:`discovery_order`; a waypoint sees the
+        supports within ``waypoint_view_range``), then, with ``support_looks``, ("support", j,
         :class:`SupportView`) for each support of the static map (a look at its top from close by),
         nearest first from the last waypoint. (One tour through both, supports among the waypoints,
         was tried: the five support looks in the middle made the tour longer, and the development
@@ -92,44 +95,49 @@ class Exploring(Driving):
             return self._views
         base = self.ports.base_pose()
         start = (base.x, base.y)
-        waypoints = [("waypoint", i, w) for i, w in enumerate(self.p.explore_waypoints)]
-        waypoints = [waypoints[k] for k in tour_order(start, [(w[0], w[1]) for _, _, w in waypoints])]
+        mask, res, origin = self.ports.occupancy()
+        boxes = support_boxes(mask, res, origin, self.p)
+        points = [(w[0], w[1]) for w in self.p.explore_waypoints]
+        view = self.p.waypoint_view_range
+        sees = [[j for j, box in enumerate(boxes) if sees_support(mask, res, origin, pt, box, view)] for pt in points]
+        waypoints = [("waypoint", k, self.p.explore_waypoints[k]) for k in discovery_order(start, points, sees)]
         # the supports' own tour starts where the waypoints end
         near = tuple(waypoints[-1][2][:2]) if waypoints else start
         supports: List[Tuple[str, int, object]] = []
         if self.p.support_looks:
-            mask, res, origin = self.ports.occupancy()
             supports = [("support", j, v) for j, v in enumerate(
                 support_views(mask, res, origin, self.p, self.robot_radius, near))]
         self._views = waypoints + supports
         return self._views
 
     def _visit_waypoint(self, i: int, waypoint: Tuple[float, float, float], query: str, avoid: Sequence[Match],
-                        deadline: float, until: Optional[Callable[[], bool]], seen: List[Match]) -> Optional[Match]:
-        """Drive to exploration waypoint ``i`` (or beside it) and look around there."""
+                        deadline: float, until: Optional[Callable[[], bool]], seen: List[Match],
+                        ahead: Optional[Tuple[float, float]] = None) -> Optional[Match]:
+        """Drive to exploration waypoint ``i`` (or beside it; arriving at any heading) and look around
+        there: one sweep through ``look_around_yaws`` headings, turned the way that ends facing
+        ``ahead`` (where exploring goes next) as nearly as it can."""
         x, y, yaw = waypoint
         n_waypoints = len(self.p.explore_waypoints)
         self.ports.feedback("EXPLORE", f"waypoint {i + 1}/{n_waypoints} ({x:.1f}, {y:.1f})")
         # a waypoint the sensors already see cluttered is not driven to: navigation would refuse it
         # only after waiting for the obstacle to go (3 s a try)
         outcome = (NavOutcome(False, SENSED_BLOCKED) if self._sensed_blocked(Pose2D(x, y, yaw))
-                   else self._navigate(Pose2D(x, y, yaw), until))
+                   else self._navigate(Pose2D(x, y, yaw), until, any_heading=True))
         if not outcome.ok and not seen:
             self._beside_waypoint(i, Pose2D(x, y, yaw), outcome, until)
         if seen:
             return self._seen_on_the_way(seen[-1], f"on the way to waypoint {i + 1}")
-        n = max(1, self.p.look_around_yaws)
+        n = self.p.look_around_yaws
         with self._step("look_around"):
-            for k in range(n):
-                found = self._ask(query, avoid)
-                if found is not None:
-                    return found
-                if self.clock() > deadline or k == n - 1 or self.p.look_around_yaws == 0:
-                    return None
-                self.ports.turn(2 * math.pi / n, until)  # look around in place
-                if seen:
-                    return self._seen_on_the_way(seen[-1], f"while looking around at waypoint {i + 1}")
-        return None
+            found = self._ask(query, avoid)
+            if found is not None or n <= 1 or self.clock() > deadline:
+                return found
+            # one sweep, not a stop at each heading: the map takes in frames while the base turns,
+            # and each stop cost ~0.5 s of slowing down and starting again
+            self.ports.turn(_sweep(self.ports.base_pose(), 2 * math.pi * (n - 1) / n, ahead), until)
+            if seen:
+                return self._seen_on_the_way(seen[-1], f"while looking around at waypoint {i + 1}")
+            return self._ask(query, avoid)
 
     def _seen_on_the_way(self, found: Match, where: str) -> Match:
         self.ports.feedback("EXPLORE", f"'{found.label}' seen {where} at ({found.x:.2f}, {found.y:.2f}), score "
@@ -231,3 +239,23 @@ class Exploring(Driving):
             failed = outcome
         self.ports.feedback("EXPLORE", f"waypoint {i + 1} not reached: {failed.reason}; looking from here")
         return failed
+
+
+def _position(view: Tuple[str, int, object]) -> Tuple[float, float]:
+    """Where the robot goes for a viewpoint of :meth:`Exploring._viewpoints`."""
+    kind, _, item = view
+    if kind == "waypoint":
+        return (item[0], item[1])
+    pose = item.poses[0]
+    return (pose.x, pose.y)
+
+
+def _sweep(base: Pose2D, angle: float, ahead: Optional[Tuple[float, float]]) -> float:
+    """A look around of ``angle`` (rad) from ``base``, signed (+ counter-clockwise) so that it ends
+    facing ``ahead`` as nearly as it can: the drive there then starts with less turning in place."""
+    if ahead is None or math.hypot(ahead[0] - base.x, ahead[1] - base.y) < 1e-6:
+        return angle
+    toward = math.atan2(ahead[1] - base.y, ahead[0] - base.x)
+    left = abs(math.remainder(base.yaw + angle - toward, 2 * math.pi))
+    right = abs(math.remainder(base.yaw - angle - toward, 2 * math.pi))
+    return angle if left <= right else -angle

@@ -129,14 +129,17 @@ class FetchParams:
                                             # (but under min_match_score) is looked at from its staging pose and
                                             # fetched only if the map's score there reaches min_match_score
                                             # (>= min_match_score: off)
-    explore_waypoints: Sequence[Tuple[float, float, float]] = ()  # (x, y, yaw) visited while exploring, in the
-                                            # order of the shortest tour from where exploring starts (:func:`tour`)
+    explore_waypoints: Sequence[Tuple[float, float, float]] = ()  # (x, y) looked around from while exploring,
+                                            # in the order that sees the supports soonest (:func:`discovery_order`);
+                                            # the yaw is not driven to (the look around turns anyway)
     #: (word, look-alike) pairs: after exploring, a query naming ``word`` that nothing matched is asked
     #: again with ``look-alike`` in its place, and the match is looked at from close by, where the
     #: grasp pose's shape check of the user's words decides (a toy brick reads as a cube of its
     #: colour from afar; its height tells them apart). () : off
     look_alikes: Sequence[Tuple[str, str]] = (("lego", "cube"), ("duplo", "cube"))
     look_around_yaws: int = 4               # headings looked at on each waypoint (360 deg / n apart); 0: none
+    waypoint_view_range: float = 1.5        # a waypoint sees a support whose nearest edge lies this close in line of
+                                            # sight (m): orders the waypoints (:func:`discovery_order`)
     waypoint_alternates: int = 2            # a waypoint navigation cannot reach: free poses this many around it tried
     waypoint_alternate_distance: float = 0.8  # ... that far from it (m)
     support_looks: bool = True              # after the waypoints, look at the top of every free-standing support of
@@ -194,9 +197,11 @@ class RobotPorts(Protocol):
     def map_status(self) -> str:
         """The semantic map's own summary with its last answer (objects held, camera frames used and
         skipped), for the reason of a NOT_FOUND; '' when unknown."""
-    def navigate(self, pose: Pose2D, until: Optional[Callable[[], bool]] = None) -> NavOutcome:
+    def navigate(self, pose: Pose2D, until: Optional[Callable[[], bool]] = None,
+                 yaw_tolerance: float = 0.0) -> NavOutcome:
         """Drive to ``pose`` (the navigation stack plans and follows). ``until``: asked every
-        ``look_period_s`` on the way; True stops the base where it is (``interrupted``)."""
+        ``look_period_s`` on the way; True stops the base where it is (``interrupted``).
+        ``yaw_tolerance``: rad, 0 for navigation's default; pi or more takes any heading."""
     def sensed_obstacles(self) -> Optional[np.ndarray]:
         """Cells navigation's sensors mark occupied, on the grid of :meth:`occupancy` (None: unknown)."""
     def base_pose(self) -> Pose2D: ...

@@ -36,6 +36,9 @@ MISSION: List[P] = [
       "(a toy brick reads as a cube of its colour from afar; brick_max_aspect tells them apart). Robot mode with "
       "brick_max_aspect > 0 only; [''] : off"),
     P("look_around_yaws", _F.look_around_yaws, "Headings looked at per waypoint (0: none)", 0, 36),
+    P("waypoint_view_range", _F.waypoint_view_range, "A waypoint sees a support (table, cabinet, crate of the static "
+      "map) whose nearest edge lies this close in line of sight; the waypoints are visited in the order that sees "
+      "every support soonest on average, m", 0.1, 20.0),
     P("waypoint_alternates", _F.waypoint_alternates, "Free poses beside an unreachable exploration waypoint tried "
       "instead (0: none)", 0, 12),
     P("waypoint_alternate_distance", _F.waypoint_alternate_distance, "Distance of those poses from the waypoint, m",

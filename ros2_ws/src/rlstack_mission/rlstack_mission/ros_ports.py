@@ -222,13 +222,15 @@ class RosPorts:
             time.sleep(0.05)
 
     # -- navigation
-    def navigate(self, pose: Pose2D, until: Optional[Callable[[], bool]] = None, resends: int = 0) -> NavOutcome:
+    def navigate(self, pose: Pose2D, until: Optional[Callable[[], bool]] = None, yaw_tolerance: float = 0.0,
+                 resends: int = 0) -> NavOutcome:
         if not self.n.nav_client.wait_for_server(timeout_sec=10.0):
             raise MissionAborted(FetchCode.ERROR, "navigation action /navigate_to is not up")
         goal = NavigateTo.Goal()
         goal.pose.header.frame_id = self.n.map_frame
         goal.pose.pose.position.x, goal.pose.pose.position.y = pose.x, pose.y
         goal.pose.pose.orientation.z, goal.pose.pose.orientation.w = math.sin(pose.yaw / 2), math.cos(pose.yaw / 2)
+        goal.yaw_tolerance = float(yaw_tolerance)
         last_feedback = [time.monotonic()]
 
         def on_feedback(_msg) -> None:
@@ -241,7 +243,7 @@ class RosPorts:
             if exc.code != FetchCode.ERROR:
                 raise   # canceled
             # no answer: the goal went to a navigation process that had died (DDS still listed it)
-            return self._navigation_lost(pose, until, resends)
+            return self._navigation_lost(pose, until, yaw_tolerance, resends)
         if not handle.accepted:
             return NavOutcome(False, "navigation rejected the goal")
         fut = handle.get_result_async()
@@ -272,7 +274,7 @@ class RosPorts:
                 # when its lease runs out, by which time the new one is up). A running goal sends feedback
                 # at feedback_rate_hz, so silence is the sign.
                 if time.monotonic() - last_feedback[0] > self.n.node_lost_s:
-                    return self._navigation_lost(pose, until, resends)
+                    return self._navigation_lost(pose, until, yaw_tolerance, resends)
                 time.sleep(0.02)
         except MissionAborted:
             handle.cancel_goal_async()
@@ -309,7 +311,8 @@ class RosPorts:
             self._empty_since = now
         return now - self._empty_since >= self.n.drop_confirm_s
 
-    def _navigation_lost(self, pose: Pose2D, until: Optional[Callable[[], bool]], resends: int) -> NavOutcome:
+    def _navigation_lost(self, pose: Pose2D, until: Optional[Callable[[], bool]], yaw_tolerance: float,
+                         resends: int) -> NavOutcome:
         """Navigation went silent mid-goal (its process died): stop the base, wait for the node to be
         there (a respawned node), then send the same goal again; ends the fetch ERROR when it is not."""
         self.n.cmd_pub.publish(Twist())   # the bridge's command watchdog stops the base too
@@ -327,7 +330,7 @@ class RosPorts:
             self.n.cmd_pub.publish(Twist())
             time.sleep(0.1)
         self.n.get_logger().warning("navigation is there: sending the goal again")
-        return self.navigate(pose, until, resends + 1)
+        return self.navigate(pose, until, yaw_tolerance, resends + 1)
 
     def _closed_loop(self, command: Callable[[], Optional[Twist]], timeout_s: float,
                      stalled: Callable[[], str], until: Optional[Callable[[], bool]] = None) -> NavOutcome:

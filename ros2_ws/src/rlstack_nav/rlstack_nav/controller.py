@@ -232,7 +232,8 @@ class RegulatedPurePursuit:
                 or (dg <= self.xy_tol and goal_ahead <= 0.2 * p.goal_precision * self.xy_tol)):
             self._at_position = True
             self._idx = len(self.path) - 1
-            if abs(yaw_err) <= p.goal_precision * self.yaw_tol or (
+            # a tolerance of pi or more takes any heading: no final turn (a place to look around from)
+            if self.yaw_tol >= math.pi or abs(yaw_err) <= p.goal_precision * self.yaw_tol or (
                     abs(yaw_err) <= self.yaw_tol and abs(self.w_prev) < 1e-9):
                 v, w = self._limit(0.0, 0.0, dt)
                 stopped = abs(v) < 1e-9 and abs(w) < 1e-9

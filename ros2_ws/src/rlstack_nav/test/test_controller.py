@@ -104,6 +104,16 @@ def test_explicit_tolerances_override_defaults():
     assert log[-1][1].done and 1.0 - pose[0] <= 0.15 + 1e-6
 
 
+def test_a_yaw_tolerance_of_pi_takes_any_heading():
+    """A goal whose heading does not matter (an exploration waypoint, looked around from) ends where
+    the robot arrives, without the final turn in place."""
+    ctrl = RegulatedPurePursuit()
+    ctrl.set_path(line(0, 0, 1.0, 0), goal_yaw=2.5, yaw_tolerance=math.pi)
+    pose, log = drive(ctrl, (0, 0, 0))
+    assert log[-1][1].done
+    assert abs(pose[0] - 1.0) <= 0.05 and abs(wrap_angle(pose[2])) < 0.1   # not turned to 2.5 rad
+
+
 def test_velocity_and_acceleration_limits_hold():
     p = ControllerParams(desired_linear_vel=0.4, max_angular_vel=0.8, max_linear_accel=0.5, max_linear_decel=0.8,
                          max_angular_accel=2.0, rotate_to_heading_angular_vel=1.0)
