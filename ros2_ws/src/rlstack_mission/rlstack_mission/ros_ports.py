@@ -384,13 +384,17 @@ class RosPorts:
                                  lambda: f"docking stalled {abs(remaining()):.2f} m short")
 
     def turn(self, angle: float, until: Optional[Callable[[], bool]] = None) -> NavOutcome:
-        """Turn in place by ``angle`` (rad, + counter-clockwise), closed loop on /odom."""
-        goal = self._odom()[3] + angle
-        err = angle
+        """Turn in place by ``angle`` (rad, + counter-clockwise; more than half a turn too: a look
+        around sweeps 270 deg), closed loop on /odom."""
+        last = self._odom()[3]
+        turned, err = 0.0, angle
 
         def command() -> Optional[Twist]:
-            nonlocal err
-            err = math.remainder(goal - self._odom()[3], 2 * math.pi)
+            nonlocal err, turned, last
+            yaw = self._odom()[3]
+            turned += math.remainder(yaw - last, 2 * math.pi)   # unwrapped: the heading alone wraps at pi
+            last = yaw
+            err = angle - turned
             if abs(err) < 0.03:
                 return None
             return Twist(angular=Vector3(z=math.copysign(min(self.n.turn_speed, 2.0 * abs(err) + 0.1), err)))

@@ -67,6 +67,7 @@ def check_path(costmap: Costmap, path: np.ndarray, start_index: int, check_dista
     lethal = np.ones(n, bool)
     lethal[inside] = costmap.lethal[r[inside], c[inside]]
     lethal &= active
+    lethal &= ~_escaping(costmap, r, c, inside, lethal)
     if lethal.any():
         k = int(np.argmax(lethal))
         first, hit, source = float(s[k]), (float(xs[k]), float(ys[k])), "map"
@@ -87,6 +88,25 @@ def check_path(costmap: Costmap, path: np.ndarray, start_index: int, check_dista
     if hit is None:
         return CollisionResult(False)
     return CollisionResult(True, first, hit, source)
+
+
+def _escaping(costmap: Costmap, r: np.ndarray, c: np.ndarray, inside: np.ndarray, lethal: np.ndarray) -> np.ndarray:
+    """The leading points of a path that starts inside the lethal zone (an obstacle the sensors saw
+    came within the robot's radius, or the estimate moved it there) and that come no closer to any
+    obstacle than the start: the way out (the planner's escape prefix). Not collisions; else every
+    path from there is blocked and the robot stays boxed in until the obstacle is forgotten
+    (``obstacle_persistence``; Nav2's costmap clears the footprint for the same reason)."""
+    escaping = np.zeros(len(lethal), bool)
+    if not len(lethal) or not inside[0] or not lethal[0] or costmap.obstacles[r[0], c[0]]:
+        return escaping
+    d = np.full(len(lethal), -np.inf)
+    d[inside] = costmap.distance[r[inside], c[inside]]
+    tol = 0.5 * costmap.resolution   # the distance field's own discretisation
+    for k in range(len(lethal)):
+        if not lethal[k] or d[k] < d[0] - tol:
+            break
+        escaping[k] = True
+    return escaping
 
 
 def point_clearance(costmap: Costmap, x: float, y: float, obstacle_points: Optional[np.ndarray] = None,

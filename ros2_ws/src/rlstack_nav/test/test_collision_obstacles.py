@@ -45,6 +45,22 @@ def test_map_obstacle_on_the_path_is_reported():
     assert res.blocked and res.source == "map" and res.point[0] == pytest.approx(3.025 - 0.3, abs=0.06)
 
 
+def test_a_path_out_of_the_lethal_zone_is_not_blocked_one_further_in_is():
+    """The robot stands 0.2 m from an obstacle its sensors saw (radius 0.3): the way out is free to
+    drive; a path that passes closer than the robot stands now is blocked."""
+    g = OccupancyGrid(np.zeros((60, 100), np.int8), 0.05)
+    seen = np.zeros((60, 100), bool)
+    seen[30, 50] = True
+    cm = Costmap(g, CostParams(robot_radius=0.3, inflation_radius=0.5), seen)
+    ox, oy = (float(v) for v in g.cell_to_world(30, 50))
+    assert cm.is_lethal(ox - 0.2, oy)
+    away = straight(ox - 0.2, ox - 2.0, oy)
+    assert not check_path(cm, away, 0, 2.0).blocked
+    past = densify(np.array([[ox - 0.2, oy], [ox, oy - 0.15], [ox + 1.5, oy - 0.15]]), 0.05)
+    res = check_path(cm, past, 0, 2.0)
+    assert res.blocked and res.distance_along > 0.0
+
+
 def test_clearance():
     cm = open_costmap()
     c = point_clearance(cm, 2.5, 1.5)
