@@ -129,9 +129,9 @@ class FetchParams:
                                             # (but under min_match_score) is looked at from its staging pose and
                                             # fetched only if the map's score there reaches min_match_score
                                             # (>= min_match_score: off)
-    explore_waypoints: Sequence[Tuple[float, float, float]] = ()  # (x, y) looked around from while exploring,
-                                            # in the order that sees the supports soonest (:func:`discovery_order`);
-                                            # the yaw is not driven to (the look around turns anyway)
+    explore_waypoints: Sequence[Tuple[float, float, float]] = ()  # (x, y, yaw): places looked around from while
+                                            # exploring, in the order that sees the supports soonest
+                                            # (:func:`discovery_order`); the yaw is not driven to (the look turns)
     #: (word, look-alike) pairs: after exploring, a query naming ``word`` that nothing matched is asked
     #: again with ``look-alike`` in its place, and the match is looked at from close by, where the
     #: grasp pose's shape check of the user's words decides (a toy brick reads as a cube of its
