@@ -37,7 +37,8 @@ sys.path.insert(0, str(ROOT / "sim_bridges"))
 
 from sim_bridges import make_backend  # noqa: E402
 from sim_bridges.contract import Pose  # noqa: E402
-from sim_bridges.geometry import quat_to_matrix  # noqa: E402
+from sim_bridges.in_process import finger_width, grasp_point, in_base, object_in_hand, place_robot, ramp  # noqa: E402
+from sim_bridges.in_process import set_finger_solref as finger_solref  # noqa: E402
 
 CUBE = "yellow_cube"
 CARRY = np.array([0.40, 0.0, 0.60])
@@ -45,50 +46,6 @@ CARRY = np.array([0.40, 0.0, 0.60])
 BASE_XY, BASE_YAW = (0.8, 1.62), math.pi / 2
 CUBE_AHEAD = 0.58
 CONTROL_HZ, COMMAND_HZ = 60.0, 20.0
-
-
-def place_robot(sim, xy, yaw: float) -> None:
-    """Teleport the mobile base (standing at the origin, heading 0 after reset) to ``xy``, ``yaw``:
-    backend internals, as this probe is about the grasp, not the drive there."""
-    c, s = math.cos(yaw), math.sin(yaw)
-    rot = np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]])
-    name = type(sim).__name__
-    if name == "MuJoCoBackend":
-        import mujoco
-        model, d = sim.model, sim.data
-        for j in range(model.njnt):
-            if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE and model.jnt_bodyid[j] == sim._mobile[3]:
-                a = model.jnt_qposadr[j]
-                d.qpos[a:a + 3] = rot @ d.qpos[a:a + 3] + np.array([xy[0], xy[1], 0.0])
-                q = np.zeros(4)
-                turn = np.array([math.cos(yaw / 2), 0, 0, math.sin(yaw / 2)])
-                mujoco.mju_mulQuat(q, turn, d.qpos[a + 3:a + 7].copy())
-                d.qpos[a + 3:a + 7] = q
-                d.qvel[model.jnt_dofadr[j]:model.jnt_dofadr[j] + 6] = 0
-        sim._dirty = True
-        mujoco.mj_forward(model, d)
-    else:
-        import pybullet as p
-        body, cid = sim._mobile.body, sim._cid
-        pos, orn = p.getBasePositionAndOrientation(body, physicsClientId=cid)
-        new_pos = rot @ np.asarray(pos) + np.array([xy[0], xy[1], 0.0])
-        _, new_orn = p.multiplyTransforms((0, 0, 0), p.getQuaternionFromEuler((0, 0, yaw)), (0, 0, 0), orn)
-        p.resetBasePositionAndOrientation(body, new_pos.tolist(), new_orn, physicsClientId=cid)
-        p.resetBaseVelocity(body, (0, 0, 0), (0, 0, 0), physicsClientId=cid)
-
-
-def _in_base(sim, world: np.ndarray) -> np.ndarray:
-    base = sim.body_pose("base_link")
-    return quat_to_matrix(base.orientation).T @ (np.asarray(world) - base.position)
-
-
-def grasp_point(sim) -> np.ndarray:
-    return _in_base(sim, sim.body_pose("panda_grasptarget").position)
-
-
-def finger_width(sim) -> float:
-    js = sim.joint_state()
-    return float(sum(v for n, v in zip(js.names, js.position) if "finger" in n))
 
 
 class Run:
@@ -140,38 +97,11 @@ class Run:
             self.command(None, base, gripper)
 
 
-def ramp(plan, dt: float = 1.0 / COMMAND_HZ):
-    """Base commands through ``plan`` [(v, w, seconds)], ramped as the nav controller limits them."""
-    v = w = 0.0
-    for v_goal, w_goal, seconds in plan:
-        for _ in range(int(round(seconds / dt))):
-            dv = (0.5 if abs(v_goal) > abs(v) else 0.8) * dt
-            v += max(-dv, min(dv, v_goal - v))
-            w += max(-2.5 * dt, min(2.5 * dt, w_goal - w))
-            yield v, w
-
-
 #: the way to the drop-off: a half turn in place towards the path, a drive with a bend, and the final
 #: half turn in place at the goal (the fetch graph's drops all came while turning in place)
 DRIVE = (("turn in place", [(0.0, 1.5, 2.1), (0.0, 0.0, 0.8)]),
          ("drive", [(0.65, 0.0, 3.0), (0.65, 1.0, 1.0), (0.65, 0.0, 1.0), (0.0, 0.0, 1.5)]),
          ("final turn", [(0.0, -1.5, 2.1), (0.0, 0.0, 0.8)]))
-
-
-def finger_solref(sim, solref) -> None:
-    """Give the finger geoms' contacts MuJoCo ``solref`` ``(a, b)`` (backend internals)."""
-    robot, joints, links = sim._arm
-    model = sim.model
-    bodies = {links[n] for n in links if "finger" in n}
-    for g in range(model.ngeom):
-        if model.geom_bodyid[g] in bodies and (model.geom_contype[g] or model.geom_conaffinity[g]):
-            model.geom_solref[g] = solref
-
-
-def slide(sim) -> np.ndarray:
-    """The cube's centre in the grasp frame (m): x along the pads, y between the fingers, z along the fingers."""
-    g = sim.body_pose("panda_grasptarget")
-    return quat_to_matrix(g.orientation).T @ (sim.ground_truth()[CUBE].pose.position - g.position)
 
 
 def run_once(backend: str, dz: float, yaw_deg: float, step_period: float, seed: int = 1,
@@ -198,7 +128,7 @@ def run_once(backend: str, dz: float, yaw_deg: float, step_period: float, seed: 
         r.hold(0.5, gripper=True)
         sim.set_end_effector_yaw(yaw + math.radians(yaw_error_deg))
         r.hold(0.8)
-        cube = _in_base(sim, sim.ground_truth()[CUBE].pose.position)
+        cube = in_base(sim, sim.ground_truth()[CUBE].pose.position)
         r.enter("approach")
         r.move_to(cube + np.array([0, 0, 0.10]), 0.5, 0.03, 4.0, gripper=True)
         r.move_to(cube + np.array([dx, 0, dz]), 0.5, 0.015, 3.0, gripper=True)
@@ -207,7 +137,7 @@ def run_once(backend: str, dz: float, yaw_deg: float, step_period: float, seed: 
         r.hold(1.0, gripper=False)
         r.holding = True
         width_closed = finger_width(sim)
-        held_at = slide(sim)
+        held_at = object_in_hand(sim, CUBE)
         r.enter("lift")
         r.move_to(grasp_point(sim) + np.array([0, 0, lift]), 0.5, 0.015, 2.0, gripper=False)
         lifted = float(sim.ground_truth()[CUBE].pose.position[2]) > 0.56
@@ -225,14 +155,14 @@ def run_once(backend: str, dz: float, yaw_deg: float, step_period: float, seed: 
 
         r.move_to(CARRY, 0.33, 0.02, 6.0, base=back if back_off > 0 else None, gripper=False)
         after_stow = (finger_width(sim), r.log[-1][3])
-        slid_stow = slide(sim) - held_at
+        slid_stow = object_in_hand(sim, CUBE) - held_at
         r.enter("square wrist")
         sim.set_end_effector_yaw(0.0)
         r.hold(0.6, gripper=False)
         if drive:
             for name, plan in DRIVE:
                 r.enter(name)
-                for v, w in ramp(plan):
+                for v, w in ramp(plan, 1.0 / COMMAND_HZ):
                     r.command(None, (v, w), False)
             sim.set_base_velocity(0.0, 0.0)
         return {"lifted": lifted, "closed_cm": round(width_closed * 100, 2),
@@ -240,7 +170,7 @@ def run_once(backend: str, dz: float, yaw_deg: float, step_period: float, seed: 
                 "end": (round(r.log[-1][2] * 100, 2), round(r.log[-1][3] * 100, 1)),
                 "fell": r.fell, "log": r.log,
                 "slid_stow_mm": np.round(slid_stow * 1000, 1).tolist(),
-                "slid_end_mm": np.round((slide(sim) - held_at) * 1000, 1).tolist()}
+                "slid_end_mm": np.round((object_in_hand(sim, CUBE) - held_at) * 1000, 1).tolist()}
     finally:
         sim.close()
 
