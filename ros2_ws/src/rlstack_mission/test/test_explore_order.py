@@ -120,3 +120,8 @@ def test_waypoints_are_reached_at_any_heading_and_looked_around_from_in_one_swee
     assert all(t >= math.pi for t in explore_goals)       # the listed yaw is not driven to
     assert all(t == 0.0 for t in robot.tolerances[2:])    # staging, docking, drop-off: their heading
     assert [abs(a) for a in robot.turns[:2]] == pytest.approx([1.5 * math.pi] * 2)
+
+
+def test_with_no_support_in_view_the_order_is_the_shortest_tour():
+    points = [(3.0, 0.0), (1.0, 0.0), (2.0, 1.0), (-1.0, 0.0)]
+    assert discovery_order((0.0, 0.0), points, [[], [], [], []]) == tour_order((0.0, 0.0), points)
