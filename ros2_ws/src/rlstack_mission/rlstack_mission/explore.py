@@ -106,7 +106,7 @@ class Exploring(Driving):
         supports: List[Tuple[str, int, object]] = []
         if self.p.support_looks:
             supports = [("support", j, v) for j, v in enumerate(
-                support_views(mask, res, origin, self.p, self.robot_radius, near))]
+                support_views(mask, res, origin, self.p, self.robot_radius, near, boxes))]
         self._views = waypoints + supports
         return self._views
 

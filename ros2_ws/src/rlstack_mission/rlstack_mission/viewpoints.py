@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from typing import List, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -168,9 +168,11 @@ class SupportView:
 
 
 def support_views(mask: np.ndarray, resolution: float, origin: Tuple[float, float], params: FetchParams,
-                  robot_radius: float, near: Tuple[float, float]) -> List[SupportView]:
+                  robot_radius: float, near: Tuple[float, float],
+                  boxes: Optional[Sequence[Tuple[float, float, float, float]]] = None) -> List[SupportView]:
     """The supports of the static map to look at from close by, in the order a tour from ``near``
-    (the robot) visits them (nearest first, then nearest to the last).
+    (the robot) visits them (nearest first, then nearest to the last). ``boxes``: the map's
+    :func:`support_boxes` where the caller has them already.
 
     The supports are those of :func:`support_boxes`. A support's poses stand
     ``support_view_clearance`` out from the middle of each side of its bounding box, facing its
@@ -182,7 +184,7 @@ def support_views(mask: np.ndarray, resolution: float, origin: Tuple[float, floa
     2 m); from a table's side it is within 1.2 m.
     """
     supports: List[SupportView] = []
-    for x0, y0, x1, y1 in support_boxes(mask, resolution, origin, params):
+    for x0, y0, x1, y1 in (support_boxes(mask, resolution, origin, params) if boxes is None else boxes):
         sx, sy = x1 - x0, y1 - y0
         cx, cy = 0.5 * (x0 + x1), 0.5 * (y0 + y1)
         d = params.support_view_clearance
