@@ -62,6 +62,15 @@ def look_alike_query(query: str, look_alikes: Sequence[Tuple[str, str]]) -> str:
     return " ".join(swapped) if swapped != words else ""
 
 
+def named_round_for_square(query: str, label: str) -> bool:
+    """Whether ``query`` asks for a square shape (a cube) and the map names the answer a round one (a
+    ball, a cylinder). Such an answer is not taken as a look-alike: from afar (an object on the floor)
+    the close look does not trust the footprint, and a ball is as high as it is wide, so nothing
+    there would tell it from the cube."""
+    asked, named = _words(query), _words(label)
+    return any(w in SQUARE_SHAPES for w in asked) and any(w in ROUND_SHAPES for w in named)
+
+
 def footprint_mismatch(label: str, symmetric: bool) -> str:
     """Why a close look's footprint (``symmetric``: round) contradicts ``label``, or ''.
 

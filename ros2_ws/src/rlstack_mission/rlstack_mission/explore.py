@@ -11,7 +11,7 @@ import math
 from dataclasses import replace
 from typing import Callable, List, Optional, Sequence, Tuple
 
-from .checks import best_match, look_alike_query
+from .checks import best_match, look_alike_query, named_round_for_square
 from .driving import Driving
 from .mission_types import SENSED_BLOCKED, FetchCode, Match, MissionAborted, NavOutcome, Pose2D
 from .viewpoints import SupportView, alternate_viewpoints, discovery_order, sees_support, support_boxes, support_views
@@ -209,16 +209,22 @@ class Exploring(Driving):
         best first, not only those reaching ``min_match_score``: the close look decides (in a fetch of
         seed 2 the one confident "red cube" was a cube, refused, and the brick, which the map's
         markers also named "red cube", was never looked at: it scored under ``min_match_score``).
-        Each one refused counts as a match set aside."""
+        Each one refused counts as a match set aside.
+
+        With "cube=thing" every object of the asked colour is a candidate ("the blue cube" asks "the
+        blue thing"): on MuJoCo renders the map named a blue cube "blue wedge" and a green one "green
+        bunny", its colours right; the close look's height and footprint checks of "cube" decide. An
+        answer the map names round is passed over (:func:`named_round_for_square`)."""
         alike = look_alike_query(query, self.p.look_alikes)
         if not alike:
             return None
-        match = best_match(self._query(alike), -math.inf, avoid=avoid)
+        answers = [m for m in self._query(alike) if not named_round_for_square(query, m.label)]
+        match = best_match(answers, -math.inf, avoid=avoid)
         if match is None:
             return None
         self.ports.feedback("EXPLORE", f"nothing matched '{query}'; '{match.label}' at ({match.x:.2f}, {match.y:.2f}) "
-                                       f"matches '{alike}' ({match.score:.2f}), which looks the same from afar: "
-                                       "looking at it from close by")
+                                       f"matches '{alike}' ({match.score:.2f}), which can look the same from afar: "
+                                       "looking at it from close by, where its shape decides")
         return replace(match, confirmed=False, look_alike=alike)
 
     def _beside_waypoint(self, i: int, waypoint: Pose2D, failed: NavOutcome,

@@ -81,6 +81,7 @@ from .checks import (
     footprint_mismatch,
     height_mismatch,
     look_alike_query,
+    named_round_for_square,
     too_wide,
 )
 from .explore import Exploring
@@ -118,7 +119,8 @@ __all__ = [
     # viewpoints
     "SupportView", "alternate_viewpoints", "support_views", "tour", "tour_order",
     # checks
-    "best_match", "expected_shape_words", "look_alike_query", "footprint_mismatch", "height_mismatch", "too_wide",
+    "best_match", "expected_shape_words", "look_alike_query", "named_round_for_square", "footprint_mismatch",
+    "height_mismatch", "too_wide",
     "ROUND_SHAPES", "SQUARE_SHAPES", "EQUAL_SIDED_SHAPES", "FLAT_SHAPES",
     # the frame helper the ROS ports take from here
     "wrap_quarter",

@@ -135,8 +135,9 @@ class FetchParams:
     #: (word, look-alike) pairs: after exploring, a query naming ``word`` that nothing matched is asked
     #: again with ``look-alike`` in its place, and the match is looked at from close by, where the
     #: grasp pose's shape check of the user's words decides (a toy brick reads as a cube of its
-    #: colour from afar; its height tells them apart). () : off
-    look_alikes: Sequence[Tuple[str, str]] = (("lego", "cube"), ("duplo", "cube"))
+    #: colour from afar; its height tells them apart; "cube=thing": any object of the asked colour,
+    #: as the map's colours hold where its shape names do not). () : off
+    look_alikes: Sequence[Tuple[str, str]] = (("lego", "cube"), ("duplo", "cube"), ("cube", "thing"))
     look_around_yaws: int = 4               # headings looked at on each waypoint (360 deg / n apart); 0: none
     waypoint_view_range: float = 1.5        # a waypoint sees a support whose nearest edge lies this close in line of
                                             # sight (m): orders the waypoints (:func:`discovery_order`)

@@ -18,6 +18,7 @@ import numpy as np
 
 from rlstack_common.param_table import Param as P
 
+from .checks import EQUAL_SIDED_SHAPES, FLAT_SHAPES
 from .fetch import FetchParams
 
 __all__ = ["MISSION", "SETTINGS", "configure"]
@@ -33,8 +34,10 @@ MISSION: List[P] = [
     P("look_alikes", [f"{word}={alike}" for word, alike in _F.look_alikes], "'word=look-alike' pairs: after "
       "exploring, a query naming the word that nothing matched is asked again with the look-alike in its place, and "
       "its answers (any score, best first) are lifted only if the close look's shape check of the asked words passes "
-      "(a toy brick reads as a cube of its colour from afar; brick_max_aspect tells them apart). Robot mode with "
-      "brick_max_aspect > 0 only; [''] : off"),
+      "(a toy brick reads as a cube of its colour from afar; brick_max_aspect tells them apart; 'cube=thing' takes "
+      "any object of the asked colour, and cube_max_aspect, cube_min_aspect and the footprint decide; an answer the "
+      "map names a ball or cylinder is not taken for a cube). The word must be one the close look checks: lego or "
+      "duplo (kept with brick_max_aspect > 0), cube (kept with cube_max_aspect > 0); robot mode only; [''] : off"),
     P("look_around_yaws", _F.look_around_yaws, "Headings looked at per waypoint (0: none)", 0, 36),
     P("waypoint_view_range", _F.waypoint_view_range, "A waypoint sees a support (table, cabinet, crate of the static "
       "map) whose nearest edge lies this close in line of sight; the waypoints are visited in the order that sees "
@@ -219,12 +222,23 @@ def _waypoints(flat: Any) -> List[Tuple[float, ...]]:
     return [tuple(flat[i:i + 3]) for i in range(0, len(flat) - 2, 3)]
 
 
+#: the words a look-alike may stand in for, and the height check that tells them from it: a look-alike
+#: answer is lifted on the close look's say-so, so a word without a conclusive check would be lifted on
+#: the look-alike's match alone ("ball=thing" would bring any red object for "the red ball")
+_CHECKED_WORDS = {**{w: "cube_max_aspect" for w in EQUAL_SIDED_SHAPES}, **{w: "brick_max_aspect" for w in FLAT_SHAPES}}
+
+
 def _look_alikes(entries: Any) -> Tuple[Tuple[str, ...], ...]:
     pairs = [p for p in entries if p.strip()]
     bad = [p for p in pairs if p.count("=") != 1 or not all(x.strip() for x in p.split("="))]
     if bad:
         raise ValueError(f"look_alikes entries must read 'word=look-alike', got {bad}")
-    return tuple(tuple(x.strip().lower() for x in p.split("=")) for p in pairs)
+    out = tuple(tuple(x.strip().lower() for x in p.split("=")) for p in pairs)
+    unchecked = [f"{w}={a}" for w, a in out if w not in _CHECKED_WORDS]
+    if unchecked:
+        raise ValueError(f"look_alikes {unchecked}: the close look checks the shape of a {', '.join(_CHECKED_WORDS)} "
+                         "only, and a look-alike's answer is lifted on that check")
+    return out
 
 
 def _point(v: Mapping[str, Any], name: str) -> np.ndarray:
@@ -248,10 +262,9 @@ def configure(v: Mapping[str, Any]) -> Tuple[FetchParams, Dict[str, Any]]:
     if source not in ("perception", "topic"):
         raise ValueError(f"grasp_target_source must be perception or topic, got {source!r}")
     points = {name: _point(v, name) for name in _POINTS}
-    if source != "perception" or v["brick_max_aspect"] <= 0:
-        # a look-alike match is lifted on the close look's say-so: without it (the ground-truth
-        # grasp, or the brick check off) the mission would lift a red cube for "the red lego"
-        look_alikes = ()
+    # a look-alike match is lifted on the close look's say-so: without it (the ground-truth grasp, or
+    # the word's height check off) the mission would lift a red cube for "the red lego"
+    look_alikes = tuple((w, a) for w, a in look_alikes if source == "perception" and v[_CHECKED_WORDS[w]] > 0)
     core = {f.name: v[f.name] for f in fields(FetchParams) if f.name in v}
     params = FetchParams(**{**core, "explore_waypoints": waypoints, "look_alikes": look_alikes})
     own = {attr: points.get(name, v[name]) for attr, name in SETTINGS.items()}

@@ -67,7 +67,7 @@ def test_the_node_is_a_mission_host(ros_domain_id, source):
             assert node.grasp_source == source and (node.request_pub is None) == (source == "perception")
             assert node.rate_hz == 20.0 and node.carry_point.tolist() == [0.4, 0.0, 0.6]
             assert len(node.params_.explore_waypoints) == 7 and node.params_.look_alikes == (
-                (("lego", "cube"), ("duplo", "cube")) if source == "perception" else ())
+                (("lego", "cube"), ("duplo", "cube"), ("cube", "thing")) if source == "perception" else ())
             # values set at run time apply from the next fetch; an invalid one ends that fetch ERROR
             node.set_parameters([Parameter("dock_speed", value=0.3), Parameter("min_match_score", value=0.5)])
             node._reconfigure()
@@ -93,16 +93,21 @@ def values(**changes):
 def test_configure_builds_fetch_params_and_settings():
     params, settings = parameters.configure(values(min_match_score=0.7, control_rate_hz=10.0))
     assert params.min_match_score == 0.7 and params.explore_waypoints == [(0.0, 0.0, 0.0), (1.0, 2.0, 3.0)]
-    assert params.look_alikes == (("lego", "cube"), ("duplo", "cube"))
+    assert params.look_alikes == (("lego", "cube"), ("duplo", "cube"), ("cube", "thing"))
     assert settings["rate_hz"] == 10.0 and settings["grasp_source"] == "perception"
     assert set(settings) == set(parameters.SETTINGS)
-    assert parameters.configure(values(brick_max_aspect=0.0))[0].look_alikes == ()   # no brick check: off
+    # a pair is kept only while the height check of its word is on
+    assert parameters.configure(values(brick_max_aspect=0.0))[0].look_alikes == (("cube", "thing"),)
+    assert parameters.configure(values(cube_max_aspect=0.0))[0].look_alikes == (("lego", "cube"), ("duplo", "cube"))
+    assert parameters.configure(values(grasp_target_source="topic"))[0].look_alikes == ()
     assert parameters.configure(values(look_alikes=[""]))[0].look_alikes == ()
 
 
 @pytest.mark.parametrize("changes, message", [
     ({"explore_waypoints": [0.0]}, "explore_waypoints must hold (x, y, yaw) triples, got 1 numbers"),
     ({"look_alikes": ["lego"]}, "look_alikes entries must read 'word=look-alike'"),
+    # a word the close look cannot check would be lifted on its look-alike's answer alone
+    ({"look_alikes": ["ball=thing"]}, "look_alikes ['ball=thing']: the close look checks the shape of a cube, lego"),
     ({"action_introspection": "all"}, "action_introspection must be off, metadata or contents"),
     ({"grasp_target_source": "ground_truth"}, "ground_truth_grasp_target"),
     ({"grasp_target_source": "camera"}, "must be perception or topic, got 'camera'"),
