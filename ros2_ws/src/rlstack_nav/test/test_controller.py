@@ -112,6 +112,13 @@ def test_a_yaw_tolerance_of_pi_takes_any_heading():
     pose, log = drive(ctrl, (0, 0, 0))
     assert log[-1][1].done
     assert abs(pose[0] - 1.0) <= 0.05 and abs(wrap_angle(pose[2])) < 0.1   # not turned to 2.5 rad
+    # arriving while still turning (the end of an arc), far from the goal's heading: no final turn either
+    arc = np.array([[math.sin(t), 1 - math.cos(t)] for t in np.linspace(0, math.pi / 2, 40)])
+    ctrl = RegulatedPurePursuit()
+    ctrl.set_path(densify(arc, 0.05), goal_yaw=-2.5, yaw_tolerance=math.pi)
+    pose, log = drive(ctrl, (0, 0, 0))
+    assert log[-1][1].done and math.hypot(pose[0] - 1.0, pose[1] - 1.0) <= 0.05
+    assert abs(wrap_angle(pose[2] - math.pi / 2)) < 0.1    # the heading it arrived with
 
 
 def test_velocity_and_acceleration_limits_hold():
