@@ -69,13 +69,8 @@ def object_in_hand(sim, name: str) -> np.ndarray:
 
 def set_finger_solref(sim, solref: Sequence[float]) -> None:
     """Give the MuJoCo finger geoms' contacts ``solref`` ``(a, b)`` (``(0.02, 1)``: MuJoCo's default
-    instead of the backend's stiffer finger-pad contact)."""
-    _, _, links = sim._arm
-    model = sim.model
-    bodies = {links[n] for n in links if "finger" in n}
-    for g in range(model.ngeom):
-        if model.geom_bodyid[g] in bodies and (model.geom_contype[g] or model.geom_conaffinity[g]):
-            model.geom_solref[g] = solref
+    instead of the backend's stiffer finger-pad contact): the backend's own selection of the geoms."""
+    sim._set_finger_pad_solref(solref)
 
 
 def ramp(plan: Iterable[Tuple[float, float, float]], dt: float = 0.05) -> Iterator[Tuple[float, float]]:

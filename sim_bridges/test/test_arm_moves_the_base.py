@@ -14,6 +14,7 @@ import math
 import numpy as np
 import pybullet as p
 
+from sim_bridges.in_process import grasp_point
 from sim_bridges.pybullet_backend.backend import PyBulletBackend
 
 #: the mission's carry and look poses and a low grasp point ahead (grasp point in base_link, m)
@@ -26,19 +27,11 @@ def _base_pose(sim) -> np.ndarray:
     return np.array([o.pose.position[0], o.pose.position[1], math.atan2(m[1, 0], m[0, 0])])
 
 
-def _grasp_point_in_base(sim) -> np.ndarray:
-    arm, cid = sim._arm, sim._cid   # forward kinematics read from the engine, as /tf would carry it
-    s = p.getLinkState(arm.body, arm.links["panda_grasptarget"], computeForwardKinematics=1, physicsClientId=cid)
-    bp, bq = p.getBasePositionAndOrientation(arm.body, physicsClientId=cid)
-    ip, iq = p.invertTransform(bp, bq)
-    return np.array(p.multiplyTransforms(ip, iq, s[4], s[5])[0])
-
-
 def _move(sim, goal) -> float:
     """Step the grasp point towards ``goal`` as the mission's _move_ee does; return the distance left."""
     goal = np.asarray(goal)
     for _ in range(80):
-        err = goal - _grasp_point_in_base(sim)
+        err = goal - grasp_point(sim)
         if np.linalg.norm(err) < 0.015:
             break
         sim.set_end_effector_delta(*np.clip(0.33 * err, -0.015, 0.015))
@@ -46,7 +39,7 @@ def _move(sim, goal) -> float:
     for _ in range(10):
         sim.set_end_effector_delta(0.0, 0.0, 0.0)
         sim.step(1)
-    return float(np.linalg.norm(goal - _grasp_point_in_base(sim)))
+    return float(np.linalg.norm(goal - grasp_point(sim)))
 
 
 def test_the_missions_arm_moves_leave_the_base_where_it_stood():
@@ -77,10 +70,10 @@ def test_an_end_effector_step_is_spread_over_the_control_period():
         assert ramp is not None and ramp.k == 0 and ramp.n == sim.physics_steps_per_control
         sim.step(1)
         assert ramp.k == ramp.n and np.allclose(ramp.current, ramp.goal)   # all of it within one period
-        before = _grasp_point_in_base(sim)[2]
+        before = grasp_point(sim)[2]
         sim.set_end_effector_delta(0.0, 0.0, -0.015)
         sim.step(3)
-        assert _grasp_point_in_base(sim)[2] < before - 0.01   # and the hand follows
+        assert grasp_point(sim)[2] < before - 0.01   # and the hand follows
         sim.reset(seed=0)
         assert sim._arm_ramp is None                          # a reset forgets a step in progress
     finally:

@@ -38,6 +38,7 @@ def _measure(layout: int, base_mass: float, jump: bool) -> list:
     import pybullet as p
 
     from sim_bridges import make_backend
+    from sim_bridges.in_process import grasp_point
 
     with make_backend("pybullet", physics_rate_hz=240, control_rate_hz=20) as sim:
         sim.load_scene("home")
@@ -46,8 +47,6 @@ def _measure(layout: int, base_mass: float, jump: bool) -> list:
         cid, body = sim._cid, robot.body
         joints = {p.getJointInfo(body, j, physicsClientId=cid)[1].decode(): j
                   for j in range(p.getNumJoints(body, physicsClientId=cid))}
-        links = {p.getJointInfo(body, j, physicsClientId=cid)[12].decode(): j
-                 for j in range(p.getNumJoints(body, physicsClientId=cid))}
         dd = robot.spec.diff_drive
         wheels = (joints[dd.left_wheel_joint], joints[dd.right_wheel_joint])
         if base_mass > 0:
@@ -60,18 +59,11 @@ def _measure(layout: int, base_mass: float, jump: bool) -> list:
                 ramp = sim._arm_ramp
                 ramp.start, ramp.n, ramp.k = ramp.goal, 1, 0   # the whole step at the first physics step
             sim._solve_end_effector = solve_with_jump
-        ee_link = links["panda_grasptarget"]
 
         def base_pose() -> np.ndarray:
             pos, orn = p.getBasePositionAndOrientation(body, physicsClientId=cid)
             m = np.array(p.getMatrixFromQuaternion(orn)).reshape(3, 3)
             return np.array([pos[0], pos[1], math.atan2(m[1, 0], m[0, 0])])
-
-        def grasp_point() -> np.ndarray:
-            s = p.getLinkState(body, ee_link, computeForwardKinematics=1, physicsClientId=cid)
-            bp, bq = p.getBasePositionAndOrientation(body, physicsClientId=cid)
-            ip, iq = p.invertTransform(bp, bq)
-            return np.array(p.multiplyTransforms(ip, iq, s[4], s[5])[0])
 
         def wheel_travel() -> np.ndarray:
             return np.array([p.getJointState(body, j, physicsClientId=cid)[0] for j in wheels]) * dd.wheel_radius
@@ -83,7 +75,7 @@ def _measure(layout: int, base_mass: float, jump: bool) -> list:
         for name, goal in LEGS:
             goal = np.asarray(goal)
             for _ in range(80):   # 4 s, as the mission's _move_ee
-                err = goal - grasp_point()
+                err = goal - grasp_point(sim)
                 if np.linalg.norm(err) < 0.015:
                     break
                 sim.set_end_effector_delta(*np.clip(0.33 * err, -0.015, 0.015))

@@ -254,23 +254,6 @@ def _urdf_subtree(text: str, link: str) -> List[str]:
     return out
 
 
-def _urdf_joint_children(text: str, joints: Sequence[str]) -> List[str]:
-    """The child links of the URDF joints ``joints`` (in that order)."""
-    child = {j.get("name"): j.find("child").get("link") for j in ET.fromstring(text).iter("joint")}
-    return [child[name] for name in joints]
-
-
-def _stiffen_finger_pads(ms: Any, urdf_text: str, finger_joints: Sequence[str], h: float) -> None:
-    """Give the colliding geoms of the fingers the stiffer pad contact (see ``_FINGER_CONTACT_BH``) for
-    timestep ``h``: a contact with one direct-form solref geom takes that geom's solref, so every
-    contact of a finger gets it."""
-    finger_solref = [-_FINGER_CONTACT_KH2 / h ** 2, -_FINGER_CONTACT_BH / h]
-    for link in _urdf_joint_children(urdf_text, finger_joints):
-        for geom in ms.body(link).geoms:
-            if geom.contype or geom.conaffinity:
-                geom.solref = finger_solref
-
-
 def _with_mujoco_compiler(text: str, urdf_dir: Optional[str] = None) -> str:
     """Ask MuJoCo's URDF compiler to keep visuals and every link as its own body.
 
@@ -405,7 +388,6 @@ class MuJoCoBackend(BackendBase):
             # with their force limit) is then stable at the physics rate
             for name in robot.arm.finger_joints:
                 ms.joint(name).armature = _FINGER_ARMATURE
-            _stiffen_finger_pads(ms, text, robot.arm.finger_joints, 1.0 / self._physics_rate_hz)
         root = ms.worldbody.first_body()
         root.pos = list(robot.base_pose.position)
         root.quat = _wxyz(robot.base_pose.orientation)
@@ -541,6 +523,7 @@ class MuJoCoBackend(BackendBase):
         if robot.arm is not None:
             self._arm = (robot, joints, links)
             self._ik_data = mujoco.MjData(model)
+            self._set_finger_pad_solref()
         caps = set(spec.capabilities)
         if Capability.CAMERA in caps:
             ok, reason = renderer_status()
@@ -1208,6 +1191,22 @@ class MuJoCoBackend(BackendBase):
             dq *= min(1.0, _IK_MAX_STEP / max(float(np.abs(dq).max()), 1e-12))
             q = np.clip(q + dq, lower, upper)
         return q
+
+    def _set_finger_pad_solref(self, solref: Optional[Sequence[float]] = None) -> None:
+        """Give the colliding geoms of the bodies the finger joints move ``solref`` ``(a, b)``; None:
+        the stiffer pad contact for the physics rate (see ``_FINGER_CONTACT_BH``). A contact with one
+        direct-form solref geom takes that geom's solref, so every contact of a finger gets it. Not on
+        the simulator contract: experiments compare with MuJoCo's default ``(0.02, 1)``
+        (:func:`sim_bridges.in_process.set_finger_solref`)."""
+        robot, joints, _ = self._arm
+        if solref is None:
+            h = 1.0 / self._physics_rate_hz
+            solref = (-_FINGER_CONTACT_KH2 / h ** 2, -_FINGER_CONTACT_BH / h)
+        model = self.model
+        bodies = {int(model.jnt_bodyid[joints[name].jid]) for name in robot.arm.finger_joints}
+        for g in range(model.ngeom):
+            if int(model.geom_bodyid[g]) in bodies and (model.geom_contype[g] or model.geom_conaffinity[g]):
+                model.geom_solref[g] = solref
 
     def set_end_effector_step_period(self, period_s: Optional[float]) -> None:
         self.require(Capability.END_EFFECTOR_DELTA)
