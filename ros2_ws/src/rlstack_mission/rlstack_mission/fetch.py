@@ -229,7 +229,10 @@ class FetchMission(Exploring, Recovery):
                                  f"could not let go of '{target.label}' at the drop-off: {released.reason}")
         # no settle wait here: the release ends with the arm's move back to its carry pose, by
         # when the object put down 6 cm above the floor lies still
-        result.code, result.reason = FetchCode.SUCCEEDED, f"brought '{target.label}' to the drop-off"
+        # a look-alike's label is the map's name, not what the close look found it to be
+        named = (f"'{target.label}' (the map's name; the close look took it for '{query}')" if target.look_alike
+                 else f"'{target.label}'")
+        result.code, result.reason = FetchCode.SUCCEEDED, f"brought {named} to the drop-off"
 
     # -- what follows when a match is set aside
     def _fetch_the_right_object(self, query: str, result: FetchResult) -> Match:

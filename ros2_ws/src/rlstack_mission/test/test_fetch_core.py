@@ -977,6 +977,8 @@ def test_a_cube_the_map_named_otherwise_is_found_by_its_colour_and_the_close_loo
     r = run(robot, query="the blue cube", look_alikes=(("cube", "thing"),))
     assert r.code == FetchCode.SUCCEEDED, r.reason
     assert (r.target.x, r.target.y) == (cube.x, cube.y) and r.target.look_alike == "the blue thing"
+    assert r.reason == ("brought 'blue wedge' (the map's name; the close look took it for 'the blue cube') to the "
+                        "drop-off")
     assert robot.log.count("grasp") == 2
     assert not any("'blue ball'" in d for d in robot.details)
     assert any("not a cube" in d and "another match" in d for d in robot.details)
