@@ -923,10 +923,7 @@ def test_a_lego_the_map_read_as_a_cube_is_lifted_only_if_the_close_look_says_bri
     brick = Match(7, "red cube", 2.6, -1.85, 0.525, 0.62)
     too_high = GraspOutcome(False, "no grasp pose: WRONG_OBJECT: the close look shows an object 5.3 cm high on a "
                                    "5.0 cm footprint, too high for a lego", wrong_object=True)
-    asked = []
-
     def query(text):
-        asked.append(text)
         return [cube, brick] if "cube" in text else []
 
     robot = ScriptedRobot(home, grasps=[too_high, True])
@@ -966,10 +963,7 @@ def test_a_cube_the_map_named_otherwise_is_found_by_its_colour_and_the_close_loo
     cube = Match(5, "blue wedge", 2.6, -1.85, 0.525, 0.98)
     too_high = GraspOutcome(False, "no grasp pose: WRONG_OBJECT: the close look shows an object 8.1 cm high on a "
                                    "5.0 cm footprint, not a cube", wrong_object=True)
-    asked = []
-
     def query(text):
-        asked.append(text)
         return [ball, cylinder, cube] if text == "the blue thing" else []
 
     robot = ScriptedRobot(home, grasps=[too_high, True])
