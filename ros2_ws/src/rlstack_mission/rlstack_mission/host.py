@@ -71,6 +71,7 @@ class MissionHost(Protocol):
     look_arm_point: np.ndarray   # grasp points in base_link (x, y, z), m
     carry_point: np.ndarray
     place_point: np.ndarray
+    lower_on_approach_m: float
     arm_max_step: float
     arm_max_step_carrying: float
     arm_max_step_to_lift: float

@@ -146,6 +146,9 @@ MISSION: List[P] = [
     P("open_finger_width", 0.07, "Fingers at least this wide have let go (drop), m", 0.0, 0.08),
     P("release_attempts", 3, "Open-the-gripper tries at the drop-off (close and reopen between them)", 1, 10),
     P("carry_point", [0.4, 0.0, 0.6], "Grasp point in base_link while carrying (x, y, z), m"),
+    P("lower_on_approach_m", 1.0, "While carrying, the hand starts down to place_point once the base is this close "
+      "to its stand pose at the drop-off (straight line), so that the put-down's descent overlaps the drive's end "
+      "and its turn, m (0: the hand goes down at the stand)", 0.0, 5.0),
     P("place_point", [0.4, 0.0, -0.02], "Grasp point in base_link where the gripper opens (x, y, z), m: 6 cm above "
       "the floor (base_link is 0.08 m up), so a carried cube is let go just above it, not dropped from the carry "
       "height; x should equal carry_offset"),
@@ -198,6 +201,7 @@ SETTINGS: Dict[str, str] = {
     "release_attempts": "release_attempts",
     "carry_point": "carry_point",
     "place_point": "place_point",
+    "lower_on_approach_m": "lower_on_approach_m",
     "dock_speed": "dock_speed",
     "cmd_vel_topic": "cmd_vel_topic",
     "turn_speed": "turn_speed",

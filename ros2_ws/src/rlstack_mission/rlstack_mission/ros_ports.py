@@ -251,9 +251,14 @@ class RosPorts:
         self._empty_since = None
         next_look = time.monotonic() + self.n.look_period_s
         give_up = time.monotonic() + self.n.nav_goal_timeout_s
+        lower = self._lowering_towards(pose) if self.carrying else None
+        next_arm_step = time.monotonic()
         try:
             while not fut.done():
                 self._check_cancel()
+                if lower is not None and time.monotonic() >= next_arm_step:
+                    lower()
+                    next_arm_step = time.monotonic() + self.period
                 if time.monotonic() > give_up:   # every wait has a bound: a goal that never ends
                     self._stop_goal(handle, fut, "")
                     return NavOutcome(False, f"TIMEOUT: the goal was still running after "
@@ -285,6 +290,21 @@ class RosPorts:
         names = {v: k for k, v in vars(NavigateTo.Result).items() if k.isupper() and isinstance(v, int)}
         return NavOutcome(False, f"{names.get(res.code, res.code)}: {res.reason}",
                           localization_lost=res.code == NavigateTo.Result.LOCALIZATION_LOST)
+
+    def _lowering_towards(self, goal: Pose2D) -> Optional[Callable[[], None]]:
+        """While carrying to ``goal`` (the stand pose at the drop-off): one arm step per call towards
+        ``place_point`` once the base is within ``lower_on_approach_m`` of ``goal``, so that the
+        put-down's descent (~4.5 s for the 0.62 m, the hand lagging its commands) overlaps the drive's
+        last metre and its turn to the goal's heading. None when that is off (0)."""
+        if self.n.lower_on_approach_m <= 0.0:
+            return None
+
+        def step() -> None:
+            here = self.base_pose()
+            if math.hypot(here.x - goal.x, here.y - goal.y) <= self.n.lower_on_approach_m:
+                self._ee_step_towards(self.n.place_point, self.n.arm_max_step_carrying)
+
+        return step
 
     def _stop_goal(self, handle, fut, why: str) -> NavOutcome:
         """Cancel a running navigation goal on the caller's word and wait (up to 2 s) until navigation
@@ -705,8 +725,7 @@ class RosPorts:
                 else:
                     self.n.cmd_pub.publish(twist)
             ee = self._ee()
-            err = goal - ee
-            if np.linalg.norm(err) < 0.015:
+            if np.linalg.norm(goal - ee) < 0.015:
                 if base is None:
                     return True
                 time.sleep(self.period)
@@ -715,22 +734,31 @@ class RosPorts:
                 if np.linalg.norm(ee - last_pos) < 0.005:
                     return False
                 last_pos, last_t = ee, self._sim_now()
-            # A third of the way per step: the grasp point is seen on /tf one to four steps late
-            # (10-20 Hz under load), and full steps then overshot and shook the arm (and the base
-            # with it) back and forth around the goal (recorded in a demo). At most arm_max_step:
-            # the bridge moves the arm's target a step from where the hand *is*, and the hand
-            # lags it, so a step of 1.5 cm a command moved it ~0.1 m/s (a put-down took 6 s).
-            # Holding an object (the fingers commanded shut) the hand moves slower: at the full step a
-            # stowed cube fell out on the next drive (1 of 9 development fetches).
             cap = max_step or (self.n.arm_max_step_carrying if gripper_open is False else self.n.arm_max_step)
-            step = np.clip(0.33 * err, -cap, cap)
-            self.n.ee_pub.publish(Vector3(x=float(step[0]), y=float(step[1]), z=float(step[2])))
+            self._ee_step_towards(goal, cap, ee)
             if gripper_open is not None and (sent_gripper is None or time.monotonic() - sent_gripper > 1.0):
                 # once, then once a second: the bridge latches the gripper, and a command every
                 # step only queued up behind the arm's
                 self.n.gripper_pub.publish(Bool(data=gripper_open))
                 sent_gripper = time.monotonic()
             time.sleep(self.period)
+        return False
+
+    def _ee_step_towards(self, goal: np.ndarray, cap: float, ee: Optional[np.ndarray] = None) -> bool:
+        """One /arm/ee_delta command towards ``goal`` (base_link), at most ``cap`` per axis; none
+        once the grasp point is within 1.5 cm of it. Returns whether it is there."""
+        err = goal - (self._ee() if ee is None else ee)
+        if np.linalg.norm(err) < 0.015:
+            return True
+        # A third of the way per step: the grasp point is seen on /tf one to four steps late
+        # (10-20 Hz under load), and full steps then overshot and shook the arm (and the base
+        # with it) back and forth around the goal (recorded in a demo). At most ``cap``
+        # (arm_max_step...): the bridge moves the arm's target a step from where the hand *is*, and
+        # the hand lags it, so a step of 1.5 cm a command moved it ~0.1 m/s (a put-down took 6 s).
+        # Holding an object (the fingers commanded shut) the hand moves slower: at the full step a
+        # stowed cube fell out on the next drive (1 of 9 development fetches).
+        step = np.clip(0.33 * err, -cap, cap)
+        self.n.ee_pub.publish(Vector3(x=float(step[0]), y=float(step[1]), z=float(step[2])))
         return False
 
     def stow(self, back_off: float = 0.0) -> GraspOutcome:
@@ -784,9 +812,9 @@ class RosPorts:
         self.n.gripper_pub.publish(Bool(data=False))
         width = self._settled_finger_width(timeout_s=2.0)
         self.n.gripper_pub.publish(Bool(data=True))
-        self._sim_sleep(0.5)
         empty = width <= self.n.min_finger_width
         if not empty:
+            self._sim_sleep(0.5)   # open again before the next try goes down (an empty hand opens as it rises)
             self.n.get_logger().warning(f"release check: the fingers closed only to {width * 100:.1f} cm: the "
                                         "object is still in the hand")
         return empty
