@@ -155,7 +155,7 @@ MISSION: List[P] = [
     P("dock_speed", 0.2, "Straight docking speed, m/s", 0.01, 1.0),
     P("cmd_vel_topic", "/cmd_vel", "Topic of the docking moves (geometry_msgs/Twist): /cmd_vel drives the base "
       "directly; behind cmd_vel_mux an input of its own, /cmd_vel_mission"),
-    P("turn_speed", 1.2, "Turn rate when looking around, rad/s", 0.05, 3.0),
+    P("turn_speed", 2.0, "Turn rate when looking around, rad/s", 0.05, 3.0),
     P("look_period_s", 1.0, "Period of the map queries while driving and turning (look_while_driving), s", 0.1, 10.0),
     P("base_frame", "base_link", "Robot base frame"),
     P("odom_frame", "odom", "Odometry frame: the grasp target is held in it during a grasp"),

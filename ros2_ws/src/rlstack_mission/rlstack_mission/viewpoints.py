@@ -121,7 +121,7 @@ def sees_support(mask: np.ndarray, resolution: float, origin: Tuple[float, float
 
 
 #: what a look around costs in metres of driving, for :func:`discovery_order`: in the home graph a
-#: look around (a 270 deg sweep at turn_speed 1.2 rad/s, the map asked before and after) takes 4-6 s,
+#: look around (a 270 deg sweep at turn_speed, the map asked before and after) takes 3-6 s,
 #: and exploration drives cover ~0.25 m/s on average (turns in place and slow-downs near furniture)
 LOOK_AROUND_COST_M = 1.5
 
