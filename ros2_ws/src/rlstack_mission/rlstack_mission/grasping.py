@@ -11,7 +11,7 @@ from typing import List, Optional, Sequence
 
 from rlstack_bundle.frames import wrap_quarter
 
-from .approaches import square_floor_approach
+from .approaches import Approach, square_floor_approach
 from .checks import _set_aside_code, best_match
 from .driving import Driving
 from .mission_types import (
@@ -25,6 +25,9 @@ from .mission_types import (
     _WrongObject,
 )
 
+#: a detour (:meth:`Grasping._detour_towards`) goes to a waypoint at least this far from the robot, m
+DETOUR_MIN_M = 1.0
+
 
 class Grasping(Driving):
     """Getting the chosen match into the hand: :meth:`_navigate_and_grasp`."""
@@ -33,27 +36,10 @@ class Grasping(Driving):
         failures: List[str] = []
         for attempt in range(1, self.p.max_grasp_attempts + 1):
             self._enter("NAVIGATE", f"to '{target.label}' at ({target.x:.2f}, {target.y:.2f}), grasp attempt {attempt}")
-            reached = None
-            nav_reasons = []
-            tried: List[Pose2D] = []
-            for around_sensed in (False, True):
-                # every pose planned on the static map blocked (an object on the floor beside the
-                # table): plan again around what the sensors mark, and try the poses not tried yet
-                fresh = [c for a in self._approaches(target, around_sensed) for c in (a, *a.alternates)
-                         if all(math.hypot(c.staging.x - t.x, c.staging.y - t.y) >= 0.05 for t in tried)]
-                if around_sensed and fresh:
-                    self.ports.feedback("NAVIGATE", f"every staging pose planned on the static map was blocked: "
-                                                    f"trying {len(fresh)} planned around the obstacles the sensors see")
-                for candidate in fresh:
-                    tried.append(candidate.staging)
-                    with self._step("approach"):
-                        outcome = self._drive_to(candidate.staging, "staging pose")
-                    if outcome.ok:
-                        reached = candidate
-                        break
-                    nav_reasons.append(outcome.reason)
-                if reached is not None:
-                    break
+            nav_reasons: List[str] = []
+            reached = self._reach_staging(target, nav_reasons)
+            if reached is None and self._detour_towards(target):
+                reached = self._reach_staging(target, nav_reasons)
             if reached is None:
                 raise MissionAborted(FetchCode.UNREACHABLE,
                                      f"could not reach any side of '{target.label}': " + "; ".join(nav_reasons))
@@ -131,6 +117,45 @@ class Grasping(Driving):
             raise _WrongObject(f"'{target.label}' at ({target.x:.2f}, {target.y:.2f}): no object to grasp seen "
                                f"there from close by ({why})", FetchCode.GRASP_FAILED)
         raise MissionAborted(FetchCode.GRASP_FAILED, why)
+
+    def _reach_staging(self, target: Match, nav_reasons: List[str]) -> Optional[Approach]:
+        """Drive to a staging pose of ``target``: those planned on the static map, then, every one of them
+        failed (an object on the floor beside the table), those planned around what the sensors mark.
+        The approach reached, or None (each failure's reason appended to ``nav_reasons``)."""
+        tried: List[Pose2D] = []
+        for around_sensed in (False, True):
+            fresh = [c for a in self._approaches(target, around_sensed) for c in (a, *a.alternates)
+                     if all(math.hypot(c.staging.x - t.x, c.staging.y - t.y) >= 0.05 for t in tried)]
+            if around_sensed and fresh:
+                self.ports.feedback("NAVIGATE", f"every staging pose planned on the static map was blocked: "
+                                                f"trying {len(fresh)} planned around the obstacles the sensors see")
+            for candidate in fresh:
+                tried.append(candidate.staging)
+                with self._step("approach"):
+                    outcome = self._drive_to(candidate.staging, "staging pose")
+                if outcome.ok:
+                    return candidate
+                nav_reasons.append(outcome.reason)
+        return None
+
+    def _detour_towards(self, target: Match) -> bool:
+        """No staging pose of ``target`` was reached from here: drive to the exploration waypoint nearest
+        the target that is at least ``DETOUR_MIN_M`` away, so that the staging poses are tried again from
+        there. From here the sensed obstacles may close every way to the target (seen once: objects on
+        the floor between the robot and a table's only free side) while another way is open; the
+        detour also shows navigation's sensors the target's surroundings from elsewhere. Returns whether
+        there was a waypoint to go to (the drive there may stop short: the poses are tried from wherever
+        the robot ends)."""
+        here = self.ports.base_pose()
+        away = [w for w in self.p.explore_waypoints if here.distance_to(w[0], w[1]) >= DETOUR_MIN_M]
+        if not away:
+            return False
+        x, y, yaw = min(away, key=lambda w: math.hypot(w[0] - target.x, w[1] - target.y))
+        self.ports.feedback("NAVIGATE", f"no side of '{target.label}' reached from here: going round by the waypoint "
+                                        f"({x:.1f}, {y:.1f}) to try again from there")
+        with self._step("approach"):
+            self._navigate(Pose2D(x, y, yaw), any_heading=True)
+        return True
 
     def _estimate_on_floor(self, target: Match, failures: List[str], attempt: int) -> Optional[GraspOutcome]:
         """Estimate the grasp pose of an object on the floor from where the robot stands; a cube

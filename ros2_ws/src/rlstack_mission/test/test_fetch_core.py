@@ -322,10 +322,27 @@ def test_a_blocked_staging_pose_is_replaced_by_a_slanted_one_of_the_same_side(ho
     assert clearance(*home, alternate.x, alternate.y, 0.5)
     # it faces the object (2.6, -1.85)
     assert math.cos(alternate.yaw - math.atan2(-1.85 - alternate.y, 2.6 - alternate.x)) > math.cos(0.05)
-    # without alternates the same blocked pose ends the fetch
-    robot = ScriptedRobot(home, nav_fails=[True, True, False])
+    # without alternates the same blocked pose, tried again after a detour, ends the fetch
+    robot = ScriptedRobot(home, nav_fails=[True, True, False, True, True])
     r = run(robot, max_nav_attempts=2, staging_alternates=0)
     assert r.code == FetchCode.UNREACHABLE and "could not reach any side" in r.reason
+
+
+def test_no_side_reached_from_here_is_tried_again_from_the_waypoint_nearest_the_object(home):
+    """Reporting seed 1002: objects on the floor, as navigation's sensors saw them from the robot's place,
+    closed every way to the cube's table (UNREACHABLE: "not connected to the robot's free space"), and a
+    fetch of the same layout that came from another side reached it. Every staging pose failed from here:
+    the robot drives to the exploration waypoint nearest the object (at least 1 m away) and tries them
+    again from there."""
+    robot = ScriptedRobot(home, nav_fails=[True, True, False])   # the staging pose fails twice, the detour works
+    goals = record_goals(robot)
+    r = run(robot, max_nav_attempts=2, staging_alternates=0)
+    assert r.code == FetchCode.SUCCEEDED, r.reason
+    staging, again, detour, staging_again = goals[:4]
+    assert again == staging and staging_again == staging
+    # of the waypoints (1.2, -0.8) and (3.0, 0.2), the first lies nearer the cube (2.6, -1.85)
+    assert (detour.x, detour.y) == (1.2, -0.8)
+    assert any("going round by the waypoint (1.2, -0.8)" in d for d in robot.details)
 
 
 def test_an_unreachable_waypoint_is_still_looked_from_where_the_robot_stopped(home):
@@ -1011,7 +1028,7 @@ def test_staging_poses_are_planned_again_around_an_obstacle_the_sensors_see(home
     cube, ball = (0.554, 2.524), (-0.26, 2.30)
 
     def blocked_near_ball(robot):
-        def navigate(pose):
+        def navigate(pose, until=None, yaw_tolerance=0.0):
             robot._tick("navigate")
             # navigation refuses goals within its radius of the ball as its noisy depth marks it (in the
             # run: 0.47 m from a goal 0.51 m from the ball's centre), here 0.6 m from the centre
