@@ -98,8 +98,12 @@ def _edge_distance(mask: np.ndarray, resolution: float, origin: Tuple[float, flo
 
 
 def plan_approaches(mask: np.ndarray, resolution: float, origin: Tuple[float, float], x: float, y: float,
-                    params: FetchParams, robot_radius: float) -> List[Approach]:
+                    params: FetchParams, robot_radius: float, near: Optional[Tuple[float, float]] = None
+                    ) -> List[Approach]:
     """Ways to stand at the object's support, best (object nearest to the edge) first, one per side.
+    With ``near`` (the robot), the sides within ``approach_edge_margin`` of the best edge distance come
+    first, the staging pose nearest ``near`` first: the arm reaches the object as well from either, and
+    the other side of a table can be a drive round it there and back.
 
     For each of ``approach_headings`` directions, march from the object until the map is free:
     that is the support's edge on that side. Around the shortest march lies an arc of directions
@@ -151,6 +155,10 @@ def plan_approaches(mask: np.ndarray, resolution: float, origin: Tuple[float, fl
         if found:
             out.append(replace(found[0], alternates=tuple(found[1:])))
     out.sort(key=lambda a: a.edge_distance)
+    if near is not None and out:
+        equal = [a for a in out if a.edge_distance <= out[0].edge_distance + params.approach_edge_margin]
+        equal.sort(key=lambda a: math.hypot(a.staging.x - near[0], a.staging.y - near[1]))
+        out = equal + out[len(equal):]
     return out
 
 

@@ -54,7 +54,9 @@ class Driving(Bookkeeping):
         elif on_floor:
             approaches = []
         else:
-            approaches = plan_approaches(mask, res, origin, target.x, target.y, self.p, self.robot_radius)
+            base = self.ports.base_pose()
+            approaches = plan_approaches(mask, res, origin, target.x, target.y, self.p, self.robot_radius,
+                                         near=(base.x, base.y))
         if not approaches and around_sensed:
             return []
         if not approaches:

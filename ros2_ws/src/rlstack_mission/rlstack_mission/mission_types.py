@@ -163,6 +163,8 @@ class FetchParams:
     max_edge_distance: float = 0.34         # objects farther than this from every support edge are out of the arm's
                                             # reach (m)
     approach_headings: int = 72             # directions tried around the object when choosing the approach side
+    approach_edge_margin: float = 0.08      # sides whose object-to-edge distance is within this of the nearest edge's
+                                            # are equally good; of those, the staging pose nearest the robot first (m)
     reobserve_max_shift: float = 0.25       # a refined match farther than this from the first estimate is another
                                             # object (m)
     carry_offset: float = 0.40              # carried object ahead of base_link (m): the stand pose is this far behind

@@ -65,6 +65,9 @@ MISSION: List[P] = [
     P("grasp_clearance", _F.grasp_clearance, "Base centre to support edge when grasping, m", 0.1, 3.0),
     P("max_edge_distance", _F.max_edge_distance, "Reach limit: object to support edge, m", 0.0, 2.0),
     P("approach_headings", _F.approach_headings, "Approach directions tried", 4, 720),
+    P("approach_edge_margin", _F.approach_edge_margin, "Sides of the support whose edge lies within this of the "
+      "nearest edge's distance from the object are equally good: of those, the one whose staging pose is nearest "
+      "the robot is tried first (0: the nearest edge first), m", 0.0, 2.0),
     P("reobserve_max_shift", _F.reobserve_max_shift, "Largest shift of a re-observed object, m", 0.01, 5.0),
     P("carry_offset", _F.carry_offset, "Carried object ahead of base_link, m", 0.0, 2.0),
     P("sensed_obstacle_margin", _F.sensed_obstacle_margin, "Every staging pose planned on the static map blocked: "

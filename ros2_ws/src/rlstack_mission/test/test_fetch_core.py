@@ -61,6 +61,21 @@ def test_approach_is_perpendicular_to_the_nearest_free_edge(home):
         assert not mask[int((ap.staging.y - origin[1]) / res), int((ap.staging.x - origin[0]) / res)]
 
 
+def test_of_two_sides_about_as_near_the_object_the_one_nearer_the_robot_comes_first(home):
+    """Reporting seed 1032: a cube on table_3 0.250 m from its east edge and 0.255 m from its south
+    edge, seen from the south: the east side came first by 5 mm, a drive round the table there and
+    back. Within approach_edge_margin the side nearer the robot comes first; beyond it, the nearer edge."""
+    mask, res, origin = home
+    cube, south_of_table = (0.95, 2.35), (0.3, 1.2)
+    by_edge = plan_approaches(mask, res, origin, *cube, FetchParams(), 0.5)
+    assert [round(a.staging.x, 1) for a in by_edge] == [1.8, 0.9]       # east (x 1.82) first, then south
+    near = plan_approaches(mask, res, origin, *cube, FetchParams(), 0.5, near=south_of_table)
+    assert [round(a.staging.x, 1) for a in near] == [0.9, 1.8]
+    assert near[0].staging.yaw == pytest.approx(math.pi / 2, abs=0.1)   # south of the table, facing north
+    assert plan_approaches(mask, res, origin, *cube, FetchParams(approach_edge_margin=0.0), 0.5,
+                           near=south_of_table) == by_edge
+
+
 def test_no_approach_on_the_floor_or_out_of_reach(home):
     mask, res, origin = home
     assert plan_approaches(mask, res, origin, 1.0, 0.0, FetchParams(), 0.5) == []        # free floor
