@@ -53,6 +53,10 @@ class GraspRefused(Exception):
         self.ungraspable = ungraspable
 
 
+#: the grasp point this close to an arm move's goal is there, m
+EE_AT_GOAL_M = 0.015
+
+
 class RosPorts:
     """:class:`rlstack_mission.fetch.RobotPorts` through ROS (runs in the action's thread)."""
 
@@ -725,7 +729,7 @@ class RosPorts:
                 else:
                     self.n.cmd_pub.publish(twist)
             ee = self._ee()
-            if np.linalg.norm(goal - ee) < 0.015:
+            if np.linalg.norm(goal - ee) < EE_AT_GOAL_M:
                 if base is None:
                     return True
                 time.sleep(self.period)
@@ -744,12 +748,12 @@ class RosPorts:
             time.sleep(self.period)
         return False
 
-    def _ee_step_towards(self, goal: np.ndarray, cap: float, ee: Optional[np.ndarray] = None) -> bool:
+    def _ee_step_towards(self, goal: np.ndarray, cap: float, ee: Optional[np.ndarray] = None) -> None:
         """One /arm/ee_delta command towards ``goal`` (base_link), at most ``cap`` per axis; none
-        once the grasp point is within 1.5 cm of it. Returns whether it is there."""
+        once the grasp point is within ``EE_AT_GOAL_M`` of it (the bridge holds the arm there)."""
         err = goal - (self._ee() if ee is None else ee)
-        if np.linalg.norm(err) < 0.015:
-            return True
+        if np.linalg.norm(err) < EE_AT_GOAL_M:
+            return
         # A third of the way per step: the grasp point is seen on /tf one to four steps late
         # (10-20 Hz under load), and full steps then overshot and shook the arm (and the base
         # with it) back and forth around the goal (recorded in a demo). At most ``cap``
@@ -759,7 +763,6 @@ class RosPorts:
         # stowed cube fell out on the next drive (1 of 9 development fetches).
         step = np.clip(0.33 * err, -cap, cap)
         self.n.ee_pub.publish(Vector3(x=float(step[0]), y=float(step[1]), z=float(step[2])))
-        return False
 
     def stow(self, back_off: float = 0.0) -> GraspOutcome:
         # the base backs off while the arm stows: the lift already raised the object clear of the table
