@@ -234,3 +234,14 @@ def square_floor_approach(mask: np.ndarray, resolution: float, origin: Tuple[flo
 def stand_pose_for_drop(x: float, y: float, yaw: float, carry_offset: float) -> Pose2D:
     """Where the base stands so that the carried object (``carry_offset`` ahead of it) is above (x, y)."""
     return Pose2D(x - carry_offset * math.cos(yaw), y - carry_offset * math.sin(yaw), yaw)
+
+
+def drop_stand_poses(x: float, y: float, yaw: float, carry_offset: float, headings: int) -> List[Pose2D]:
+    """The stand poses around the drop-off point (x, y) at ``headings`` headings 360 deg / n apart, the
+    asked ``yaw`` first, then the others nearest it first (each side in turn, counter-clockwise first):
+    from each, the carried object is above (x, y)."""
+    n = max(1, int(headings))
+    step = 2.0 * math.pi / n
+    offsets = sorted(range(n), key=lambda k: (min(k, n - k), k > n - k))
+    return [stand_pose_for_drop(x, y, math.remainder(yaw + (k if k <= n - k else k - n) * step, 2.0 * math.pi),
+                                carry_offset) for k in offsets]

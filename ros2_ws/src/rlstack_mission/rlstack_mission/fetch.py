@@ -64,6 +64,7 @@ from .approaches import (
     SENSED_TARGET_CLEAR,
     Approach,
     clearance,
+    drop_stand_poses,
     grow_sensed_obstacles,
     plan_approaches,
     plan_floor_approaches,
@@ -209,14 +210,36 @@ class FetchMission(Exploring, Recovery):
 
     def _return(self, dropoff: Pose2D) -> None:
         self._enter("RETURN", f"carrying to ({dropoff.x:.2f}, {dropoff.y:.2f})")
-        stand = stand_pose_for_drop(dropoff.x, dropoff.y, dropoff.yaw, self.p.carry_offset)
         with self._step("carry"):
-            outcome = self._drive_to(stand, "drop-off")
+            outcome = self._carry_to_drop_off(dropoff)
         if outcome.dropped:
             raise _Dropped(f"the carried object fell out of the hand on the way to the drop-off ({outcome.reason})",
                            self.ports.base_pose())
         if not outcome.ok:
             raise MissionAborted(FetchCode.UNREACHABLE, f"could not reach the drop-off: {outcome.reason}")
+
+    def _carry_to_drop_off(self, dropoff: Pose2D) -> NavOutcome:
+        """Drive to the stand pose behind ``dropoff`` at its heading; when navigation does not reach it
+        (something the sensors see stands there), to the stand poses at the other ``dropoff_headings``
+        around the point, nearest the asked heading first: from any of them the object goes down on
+        the point. A pose the static map or the sensors already show blocked is not driven to."""
+        stands = drop_stand_poses(dropoff.x, dropoff.y, dropoff.yaw, self.p.carry_offset, self.p.dropoff_headings)
+        first = outcome = self._drive_to(stands[0], "drop-off")
+        static, res, origin = self.ports.occupancy()
+        tried = 0
+        for stand in stands[1:]:
+            if outcome.ok or outcome.dropped:
+                return outcome
+            if not clearance(static, res, origin, stand.x, stand.y, self.robot_radius) or self._sensed_blocked(stand):
+                continue
+            tried += 1
+            self.ports.feedback("RETURN", f"drop-off: standing at heading {math.degrees(stand.yaw):.0f} deg instead, "
+                                          f"at ({stand.x:.2f}, {stand.y:.2f})")
+            outcome = self._navigate(stand)
+        if outcome.ok or outcome.dropped or len(stands) == 1:
+            return outcome
+        return NavOutcome(False, f"{first.reason}; of {len(stands) - 1} other heading(s) around the point, "
+                                 f"{tried} free stand pose(s) tried, none reached")
 
     def _put_down(self, query: str, dropoff: Pose2D, result: FetchResult) -> None:
         """DROP: ``result.target`` put down, the hand empty."""

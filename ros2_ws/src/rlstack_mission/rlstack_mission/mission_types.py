@@ -169,6 +169,8 @@ class FetchParams:
                                             # object (m)
     carry_offset: float = 0.40              # carried object ahead of base_link (m): the stand pose is this far behind
                                             # the drop-off
+    dropoff_headings: int = 8               # headings around the drop-off point whose stand poses are tried when the
+                                            # asked heading's is not reached (360 deg / n apart; 1: that one only)
     floor_grasps: bool = True               # grasp objects lying on the floor (the robot-mode lift is trained for it)
     floor_view_distance: float = 1.0        # base_link -> object on the floor where its grasp pose is estimated (m):
                                             # the head camera sees the floor from ~0.72 m ahead of base_link

@@ -70,6 +70,10 @@ MISSION: List[P] = [
       "the robot is tried first (0: the nearest edge first), m", 0.0, 2.0),
     P("reobserve_max_shift", _F.reobserve_max_shift, "Largest shift of a re-observed object, m", 0.01, 5.0),
     P("carry_offset", _F.carry_offset, "Carried object ahead of base_link, m", 0.0, 2.0),
+    P("dropoff_headings", _F.dropoff_headings, "The stand pose behind the drop-off at its heading not reached: the "
+      "stand poses at this many headings around the drop-off point (360 deg / n apart) are tried, nearest that "
+      "heading first, and the object is put down on the point from the first one reached (1: the asked heading "
+      "only)", 1, 72),
     P("sensed_obstacle_margin", _F.sensed_obstacle_margin, "Every staging pose planned on the static map blocked: "
       "poses are planned again around the obstacles navigation's sensors mark, grown by this, m", 0.0, 0.5),
     P("settle_s", _F.settle_s, "Wait after docking and before each look from a new place, s", 0.0, 30.0),

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 from test_fetch_core import ScriptedRobot
 
 from rlstack_mission.explore import _sweep
@@ -22,9 +23,10 @@ from rlstack_mission.viewpoints import (
 from rlstack_nav.map_io import load_map
 
 HOME = Path(__file__).resolve().parents[4] / "maps" / "home.yaml"
+MISSION_YAML = Path(__file__).resolve().parents[4] / "launch" / "params" / "mission.yaml"
 #: the home's waypoints as launch/params/mission.yaml lists them
-WAYPOINTS = [(0.0, 0.0, 0.0), (1.2, -0.8, -1.57), (3.0, 0.2, 0.0), (0.3, 1.2, 1.57), (-1.0, 1.2, 3.14),
-             (-2.6, 1.2, 3.14), (-0.6, -1.6, -1.57)]
+_FLAT = yaml.safe_load(MISSION_YAML.read_text())["/**"]["ros__parameters"]["explore_waypoints"]
+WAYPOINTS = [tuple(_FLAT[i:i + 3]) for i in range(0, len(_FLAT), 3)]
 
 
 @pytest.fixture(scope="module")

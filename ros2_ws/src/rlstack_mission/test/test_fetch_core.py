@@ -1069,6 +1069,56 @@ def test_staging_poses_are_planned_again_around_an_obstacle_the_sensors_see(home
     assert any("planned around the obstacles the sensors see" in d for d in robot.details)
 
 
+def test_a_drop_off_stand_pose_the_sensors_see_blocked_is_stood_at_from_another_heading(home):
+    """Seed 1002 of a reporting run: the stand pose behind the drop-off (-0.6, 0) facing west lay
+    0.25 m from an obstacle the sensors marked, navigation refused it twice and the fetch ended
+    UNREACHABLE with the cube in the hand. The stand poses at the other headings around the point
+    are tried, the asked heading's neighbours first, skipping those the sensors already show
+    blocked; the object goes down on the point from the first one reached. With
+    ``dropoff_headings`` 1 only the asked heading is tried."""
+    mask, res, origin = home
+    dropoff = Pose2D(-0.6, 0.0, math.pi)
+    obstacle = (0.05, 0.0)       # east of the asked stand pose (-0.2, 0)
+    rows, cols = np.indices(mask.shape)
+    xs, ys = origin[0] + (cols + 0.5) * res, origin[1] + (rows + 0.5) * res
+    sensed = np.hypot(xs - obstacle[0], ys - obstacle[1]) <= 0.04
+
+    def fetch(**params):
+        robot = ScriptedRobot(home)
+        robot.sensed = sensed
+        navigate = robot.navigate
+
+        def refused_near_obstacle(pose, *args, **kwargs):
+            if "stow" in robot.log and math.hypot(pose.x - obstacle[0], pose.y - obstacle[1]) < 0.5:
+                robot._tick("navigate")
+                return NavOutcome(False, "BLOCKED: goal (-0.20, -0.00) is 0.25 m from an obstacle")
+            return navigate(pose, *args, **kwargs)
+
+        robot.navigate = refused_near_obstacle
+        goals = record_goals(robot)
+        m = FetchMission(robot, FetchParams(support_looks=False, look_while_driving=False, **params), robot_radius=0.5)
+        return robot, goals, m.run("the yellow cube", dropoff)
+
+    robot, goals, r = fetch()
+    assert r.code == FetchCode.SUCCEEDED, r.reason
+    stand = robot.pose                     # where the put-down happened
+    assert stand.x + 0.4 * math.cos(stand.yaw) == pytest.approx(dropoff.x, abs=1e-9)
+    assert stand.y + 0.4 * math.sin(stand.yaw) == pytest.approx(dropoff.y, abs=1e-9)
+    # the asked heading's neighbours (+-45 deg) stand 0.37 m from the obstacle: the sensors show them
+    # blocked and they are not driven to; the next ones (+-90 deg, north of the point first) are free
+    assert math.hypot(stand.x - obstacle[0], stand.y - obstacle[1]) >= 0.5
+    assert stand.yaw == pytest.approx(-math.pi / 2) and stand.y == pytest.approx(0.4)
+    # only the asked stand pose was driven to near the obstacle (navigation's own check refused it, twice)
+    near = [(round(g.x, 6), round(g.y, 6)) for g in goals if math.hypot(g.x - obstacle[0], g.y - obstacle[1]) < 0.5]
+    assert near == [(-0.2, 0.0)] * 2
+    assert any("drop-off: standing at heading -90 deg instead" in d for d in robot.details), robot.details
+    assert robot.log.count("release") == 1
+
+    robot, goals, r = fetch(dropoff_headings=1)
+    assert r.code == FetchCode.UNREACHABLE and "could not reach the drop-off" in r.reason, r.reason
+    assert "release" not in robot.log
+
+
 def test_grown_sensed_obstacles_leave_the_target_itself_out(home):
     mask, res, origin = home
     sensed = np.zeros_like(mask)
