@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Callable, List, NamedTuple, Sequence, Tuple
+from typing import Callable, List, NamedTuple, Optional, Sequence, Tuple
 
 from rlstack_bundle.frames import wrap_quarter
 
@@ -219,6 +219,41 @@ class FetchMission(Exploring, Recovery):
             raise MissionAborted(FetchCode.UNREACHABLE, f"could not reach the drop-off: {outcome.reason}")
 
     def _carry_to_drop_off(self, dropoff: Pose2D) -> NavOutcome:
+        """Drive to a stand pose at the drop-off (:meth:`_stand_at_drop_off`). When none is reached, the
+        sensors may be marking what is no longer there (or never was: depth noise), and navigation
+        refuses a goal among its marks from anywhere: drive to where the camera sees the drop-off's
+        floor (``drop_look_distance`` behind a free stand pose, facing it), give the obstacle grid
+        ``settle_s`` to clear what it now sees through, and try the stand poses once more."""
+        outcome = self._stand_at_drop_off(dropoff)
+        if outcome.ok or outcome.dropped or self.p.drop_look_distance <= 0.0:
+            return outcome
+        look = self._drop_off_view(dropoff)
+        if look is None:
+            return outcome
+        self.ports.feedback("RETURN", f"drop-off: no stand pose reached; looking at it from ({look.x:.2f}, "
+                                      f"{look.y:.2f}) so that the sensors see its floor again")
+        seen = self._navigate(look)
+        if seen.dropped:
+            return seen
+        if not seen.ok:
+            return NavOutcome(False, f"{outcome.reason}; the place to look at it from, ({look.x:.2f}, {look.y:.2f}), "
+                                     f"not reached either ({seen.reason})")
+        self.ports.wait(self.p.settle_s)
+        return self._stand_at_drop_off(dropoff)
+
+    def _drop_off_view(self, dropoff: Pose2D) -> Optional[Pose2D]:
+        """A free pose ``drop_look_distance`` behind one of the drop-off's stand poses, facing it (the
+        asked heading's first); None when every one is blocked on the static map or by the sensors."""
+        static, res, origin = self.ports.occupancy()
+        back = self.p.drop_look_distance
+        for stand in drop_stand_poses(dropoff.x, dropoff.y, dropoff.yaw, self.p.carry_offset,
+                                      self.p.dropoff_headings):
+            look = Pose2D(stand.x - back * math.cos(stand.yaw), stand.y - back * math.sin(stand.yaw), stand.yaw)
+            if clearance(static, res, origin, look.x, look.y, self.robot_radius) and not self._sensed_blocked(look):
+                return look
+        return None
+
+    def _stand_at_drop_off(self, dropoff: Pose2D) -> NavOutcome:
         """Drive to the stand pose behind ``dropoff`` at its heading; when navigation does not reach it
         (something the sensors see stands there), to the stand poses at the other ``dropoff_headings``
         around the point, nearest the asked heading first: from any of them the object goes down on

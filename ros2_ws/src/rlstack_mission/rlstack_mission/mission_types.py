@@ -171,6 +171,9 @@ class FetchParams:
                                             # the drop-off
     dropoff_headings: int = 8               # headings around the drop-off point whose stand poses are tried when the
                                             # asked heading's is not reached (360 deg / n apart; 1: that one only)
+    drop_look_distance: float = 1.0         # no stand pose at the drop-off reached: looked at from this far behind
+                                            # one, and tried again (m; 0: not looked at; the camera sees the floor
+                                            # from ~0.72 m ahead of base_link)
     floor_grasps: bool = True               # grasp objects lying on the floor (the robot-mode lift is trained for it)
     floor_view_distance: float = 1.0        # base_link -> object on the floor where its grasp pose is estimated (m):
                                             # the head camera sees the floor from ~0.72 m ahead of base_link

@@ -74,6 +74,9 @@ MISSION: List[P] = [
       "stand poses at this many headings around the drop-off point (360 deg / n apart) are tried, nearest that "
       "heading first, and the object is put down on the point from the first one reached (1: the asked heading "
       "only)", 1, 72),
+    P("drop_look_distance", _F.drop_look_distance, "No stand pose at the drop-off reached: the robot looks at the "
+      "drop-off from this far behind a free stand pose, facing it, so that navigation's obstacle grid clears what "
+      "the camera sees through, and tries the stand poses again (0: gives up at once), m", 0.0, 5.0),
     P("sensed_obstacle_margin", _F.sensed_obstacle_margin, "Every staging pose planned on the static map blocked: "
       "poses are planned again around the obstacles navigation's sensors mark, grown by this, m", 0.0, 0.5),
     P("settle_s", _F.settle_s, "Wait after docking and before each look from a new place, s", 0.0, 30.0),

@@ -1119,6 +1119,51 @@ def test_a_drop_off_stand_pose_the_sensors_see_blocked_is_stood_at_from_another_
     assert "release" not in robot.log
 
 
+def test_a_drop_off_the_sensors_mark_all_round_is_looked_at_and_tried_again(home):
+    """Obstacles the sensors mark on the drop-off point itself (none lay there: seed 1019 of a
+    reporting run, the goal "inside an obstacle" 1.5 m from every object) leave every stand pose
+    around it blocked, and navigation refuses the asked one from across the room. The robot drives
+    to drop_look_distance behind the asked stand pose, facing it; once the camera has seen the
+    floor there the marks are gone, and the stand pose is reached. With drop_look_distance 0 the
+    fetch ends UNREACHABLE as before."""
+    mask, res, origin = home
+    dropoff = Pose2D(-0.6, 0.0, math.pi)
+    rows, cols = np.indices(mask.shape)
+    xs, ys = origin[0] + (cols + 0.5) * res, origin[1] + (rows + 0.5) * res
+    phantom = np.hypot(xs - dropoff.x, ys - dropoff.y) <= 0.04
+    look = (-0.2 + 1.0, 0.0)               # 1 m behind the asked stand pose (-0.2, 0), facing west
+
+    def fetch(**params):
+        robot = ScriptedRobot(home)
+        robot.sensed = phantom
+        navigate = robot.navigate
+
+        def sensors_clear_once_they_see_it(pose, *args, **kwargs):
+            if robot.sensed is not None and math.hypot(robot.pose.x - look[0], robot.pose.y - look[1]) < 1e-6:
+                robot.sensed = np.zeros_like(phantom)    # seen through from the look pose: forgotten
+            if robot.sensed is not None and robot.sensed.any() and \
+                    math.hypot(pose.x - dropoff.x, pose.y - dropoff.y) < 0.5:
+                robot._tick("navigate")
+                return NavOutcome(False, "BLOCKED: goal (-0.20, -0.00) is 0.40 m from an obstacle")
+            return navigate(pose, *args, **kwargs)
+
+        robot.navigate = sensors_clear_once_they_see_it
+        goals = record_goals(robot)
+        m = FetchMission(robot, FetchParams(support_looks=False, look_while_driving=False, **params), robot_radius=0.5)
+        return robot, goals, m.run("the yellow cube", dropoff)
+
+    robot, goals, r = fetch()
+    assert r.code == FetchCode.SUCCEEDED, r.reason
+    assert (robot.pose.x, robot.pose.y) == pytest.approx((-0.2, 0.0)) and robot.pose.yaw == pytest.approx(math.pi)
+    after_grasp = [(round(g.x, 3), round(g.y, 3)) for g in goals[-4:]]
+    assert after_grasp == [(-0.2, 0.0), (-0.2, 0.0), (0.8, 0.0), (-0.2, 0.0)], after_grasp
+    assert any("drop-off: no stand pose reached; looking at it from (0.80, " in d for d in robot.details), robot.details
+
+    robot, goals, r = fetch(drop_look_distance=0.0)
+    assert r.code == FetchCode.UNREACHABLE and "could not reach the drop-off" in r.reason, r.reason
+    assert not any("looking at it from" in d for d in robot.details)
+
+
 def test_grown_sensed_obstacles_leave_the_target_itself_out(home):
     mask, res, origin = home
     sensed = np.zeros_like(mask)
