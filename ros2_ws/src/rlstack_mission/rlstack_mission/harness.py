@@ -29,6 +29,8 @@ from .send_fetch import send_fetch
 #: the fetch graph's simulator bridge: its own services (``~/reset``) and the ROS 2 standard ones
 #: (``simulation_interfaces``; bridge parameter ``simulation_interfaces_prefix`` ``~``) under its name
 SIM_BRIDGE = "/sim_bridge"
+#: navigation's injected obstacles; an empty message clears every sensed one
+NAV_OBSTACLES = "/nav_controller/obstacles"
 
 #: (object name, position x y z, quaternion x y z w) in the simulator's world frame
 Placement = Tuple[str, Tuple[float, float, float], Tuple[float, float, float, float]]
@@ -153,7 +155,7 @@ class FetchHarness:
     """Needs a node spun by an executor in another thread (e.g. rlstack_testing's probe)."""
 
     def __init__(self, node) -> None:
-        from geometry_msgs.msg import PoseStamped, PoseWithCovarianceStamped
+        from geometry_msgs.msg import PoseArray, PoseStamped, PoseWithCovarianceStamped
         from nav_msgs.msg import Odometry
         from std_msgs.msg import String
         from std_srvs.srv import Trigger
@@ -205,6 +207,9 @@ class FetchHarness:
         node.create_subscription(String, "/localization/state", self._on_localization_state, LATCHED)
         node.create_subscription(PoseStamped, "/grasp_target", self._on_grasp_target, 10)
         self.initial_pose_pub = node.create_publisher(PoseWithCovarianceStamped, "/initialpose", 1)
+        # navigation's sensed obstacles: an empty message clears them (nav_controller's ~/obstacles)
+        self.obstacles_pub = node.create_publisher(PoseArray, NAV_OBSTACLES, 10)
+        self.latest_estimate: Optional[Tuple[float, float, float]] = None   # the localiser's, x y yaw
 
     def _on_gt(self, msg) -> None:
         with self._lock:
@@ -268,6 +273,7 @@ class FetchHarness:
         p, q = msg.pose.pose.position, msg.pose.pose.orientation
         stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
         with self._lock:
+            self.latest_estimate = (p.x, p.y, yaw_of((q.x, q.y, q.z, q.w)))
             hist = list(self._truth_hist)
             if len(hist) < 2 or not max(hist[0][0], self._judge_from) <= stamp <= hist[-1][0] + 0.1:
                 return   # no truth to judge it by, or a frame from before this fetch (the reset)
@@ -392,7 +398,12 @@ class FetchHarness:
             if paused_here:
                 self._set_simulation_state(SimulationState.STATE_PLAYING)
         self.relocalize()
-        # after relocalising: no object mapped on a stale pose
+        # The teleport's first camera frames went through the old pose until the localiser took the
+        # new one: navigation marked obstacles and the map placed objects where nothing is (a fetch
+        # found its own start "inside an obstacle", another a cube 1.5 m from any). Once the
+        # estimate agrees with the truth, both forget what they took in before.
+        self.wait_localised()
+        self.clear_sensed_obstacles()
         cleared = self._call(self.clear_client, Trigger.Request())
         if not cleared.success:
             raise RuntimeError(f"semantic map clear failed: {cleared.message}")
@@ -401,6 +412,38 @@ class FetchHarness:
             self.path_length = 0.0
             self.odom = None
         self.wait_ground_truth()
+
+    def wait_localised(self, timeout: float = 10.0, tolerance_m: float = 0.05, tolerance_rad: float = 0.05) -> bool:
+        """After :meth:`relocalize`: wait until the localiser's newest estimate (/amcl_pose) lies within
+        ``tolerance_m`` and ``tolerance_rad`` of the robot's true pose (it stands still after a reset).
+        False after ``timeout`` or without a localiser or the truth (nothing to wait for)."""
+        if self.node.count_subscribers("/initialpose") == 0:
+            return False
+        with self._lock:
+            self.latest_estimate = None
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            with self._lock:
+                est, truth = self.latest_estimate, self.true_base
+            if est is not None and truth is not None:
+                yaw = 2.0 * math.atan2(truth[2], truth[3])
+                if math.hypot(est[0] - truth[0], est[1] - truth[1]) <= tolerance_m and \
+                        abs(math.remainder(est[2] - yaw, 2 * math.pi)) <= tolerance_rad:
+                    return True
+            time.sleep(0.05)
+        return False
+
+    def clear_sensed_obstacles(self) -> None:
+        """Navigation forgets the obstacles its sensors marked (an empty ``~/obstacles`` message, as a
+        user clears them); it marks again what the camera sees from here on."""
+        from geometry_msgs.msg import PoseArray
+
+        if self.node.count_subscribers(NAV_OBSTACLES) == 0:
+            return
+        msg = PoseArray()
+        msg.header.frame_id = "map"
+        self.obstacles_pub.publish(msg)
+        time.sleep(0.2)   # a topic, not a service: give navigation the moment to take it
 
     def relocalize(self, timeout: float = 15.0) -> str:
         """After a reset teleported the robot: tell the localiser where it stands, as an operator

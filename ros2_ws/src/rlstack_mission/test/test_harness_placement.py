@@ -7,6 +7,8 @@ fails here too."""
 from __future__ import annotations
 
 import math
+import threading
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -176,3 +178,42 @@ def test_the_request_is_a_pose_at_rest_in_the_world_frame():
     assert [t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y, t.angular.z] == [0.0] * 6
     p, q = req.state.pose.position, req.state.pose.orientation
     assert (p.x, p.y, p.z, q.x, q.y, q.z, q.w) == (1.0, 2.0, 0.03, 0.0, 0.0, 0.6, 0.8)
+
+
+class LocalisedNode(FakeNode):
+    """A graph with a localiser and navigation listening: what the harness publishes is kept."""
+
+    def __init__(self, bridge: FakeBridge) -> None:
+        super().__init__(bridge)
+        self.published = []
+
+    def create_publisher(self, msg_type, topic, *args, **kwargs):
+        return SimpleNamespace(publish=lambda msg: self.published.append((topic, msg)))
+
+    def count_subscribers(self, topic: str) -> int:
+        return 1
+
+
+def test_the_layout_waits_for_the_localiser_to_agree_with_the_truth():
+    """After a reset the localiser's estimate must come within 5 cm and 0.05 rad of where the robot
+    stands before navigation's obstacles and the map are cleared: frames taken in through the old
+    pose left phantom obstacles and objects. An estimate 20 cm off is not enough; none in time: False."""
+    h = FetchHarness(LocalisedNode(FakeBridge("realtime")))
+    h.true_base = (1.0, 2.0, math.sin(0.25), math.cos(0.25))        # yaw 0.5 rad
+    timers = [threading.Timer(0.05, lambda: setattr(h, "latest_estimate", (1.2, 2.0, 0.5))),
+              threading.Timer(0.3, lambda: setattr(h, "latest_estimate", (1.01, 2.02, 0.52)))]
+    for t in timers:
+        t.start()
+    t0 = time.monotonic()
+    assert h.wait_localised(timeout=5.0)
+    assert time.monotonic() - t0 >= 0.25                                 # not on the estimate 20 cm off
+    h.true_base = (1.0, 2.0, math.sin(1.0), math.cos(1.0))          # now 2 rad: the estimate is off in heading
+    assert not h.wait_localised(timeout=0.2)
+
+
+def test_clearing_sensed_obstacles_sends_navigation_an_empty_obstacle_message():
+    node = LocalisedNode(FakeBridge("realtime"))
+    h = FetchHarness(node)
+    h.clear_sensed_obstacles()
+    (topic, msg), = [(t, m) for t, m in node.published if t == "/nav_controller/obstacles"]
+    assert msg.header.frame_id == "map" and len(msg.poses) == 0
