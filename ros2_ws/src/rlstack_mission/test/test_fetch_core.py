@@ -1069,6 +1069,26 @@ def test_staging_poses_are_planned_again_around_an_obstacle_the_sensors_see(home
     assert any("planned around the obstacles the sensors see" in d for d in robot.details)
 
 
+def fetch_to_a_marked_drop_off(home, sensed, refuses, dropoff, **params):
+    """One fetch to ``dropoff`` with navigation's sensed obstacles ``sensed``; navigation refuses
+    (BLOCKED) every goal ``refuses(robot, pose)`` answers True for. Returns the robot, its goals and
+    the result."""
+    robot = ScriptedRobot(home)
+    robot.sensed = sensed
+    navigate = robot.navigate
+
+    def refusing(pose, *args, **kwargs):
+        if refuses(robot, pose):
+            robot._tick("navigate")
+            return NavOutcome(False, "BLOCKED: goal closer than the robot radius to an obstacle the sensors see")
+        return navigate(pose, *args, **kwargs)
+
+    robot.navigate = refusing
+    goals = record_goals(robot)
+    m = FetchMission(robot, FetchParams(support_looks=False, look_while_driving=False, **params), robot_radius=0.5)
+    return robot, goals, m.run("the yellow cube", dropoff)
+
+
 def test_a_drop_off_stand_pose_the_sensors_see_blocked_is_stood_at_from_another_heading(home):
     """Seed 1002 of a reporting run: the stand pose behind the drop-off (-0.6, 0) facing west lay
     0.25 m from an obstacle the sensors marked, navigation refused it twice and the fetch ended
@@ -1084,20 +1104,9 @@ def test_a_drop_off_stand_pose_the_sensors_see_blocked_is_stood_at_from_another_
     sensed = np.hypot(xs - obstacle[0], ys - obstacle[1]) <= 0.04
 
     def fetch(**params):
-        robot = ScriptedRobot(home)
-        robot.sensed = sensed
-        navigate = robot.navigate
-
-        def refused_near_obstacle(pose, *args, **kwargs):
-            if "stow" in robot.log and math.hypot(pose.x - obstacle[0], pose.y - obstacle[1]) < 0.5:
-                robot._tick("navigate")
-                return NavOutcome(False, "BLOCKED: goal (-0.20, -0.00) is 0.25 m from an obstacle")
-            return navigate(pose, *args, **kwargs)
-
-        robot.navigate = refused_near_obstacle
-        goals = record_goals(robot)
-        m = FetchMission(robot, FetchParams(support_looks=False, look_while_driving=False, **params), robot_radius=0.5)
-        return robot, goals, m.run("the yellow cube", dropoff)
+        def near_obstacle(robot, pose):
+            return "stow" in robot.log and math.hypot(pose.x - obstacle[0], pose.y - obstacle[1]) < 0.5
+        return fetch_to_a_marked_drop_off(home, sensed, near_obstacle, dropoff, **params)
 
     robot, goals, r = fetch()
     assert r.code == FetchCode.SUCCEEDED, r.reason
@@ -1134,23 +1143,11 @@ def test_a_drop_off_the_sensors_mark_all_round_is_looked_at_and_tried_again(home
     look = (-0.2 + 1.0, 0.0)               # 1 m behind the asked stand pose (-0.2, 0), facing west
 
     def fetch(**params):
-        robot = ScriptedRobot(home)
-        robot.sensed = phantom
-        navigate = robot.navigate
-
-        def sensors_clear_once_they_see_it(pose, *args, **kwargs):
-            if robot.sensed is not None and math.hypot(robot.pose.x - look[0], robot.pose.y - look[1]) < 1e-6:
+        def marked_until_seen(robot, pose):
+            if math.hypot(robot.pose.x - look[0], robot.pose.y - look[1]) < 1e-6:
                 robot.sensed = np.zeros_like(phantom)    # seen through from the look pose: forgotten
-            if robot.sensed is not None and robot.sensed.any() and \
-                    math.hypot(pose.x - dropoff.x, pose.y - dropoff.y) < 0.5:
-                robot._tick("navigate")
-                return NavOutcome(False, "BLOCKED: goal (-0.20, -0.00) is 0.40 m from an obstacle")
-            return navigate(pose, *args, **kwargs)
-
-        robot.navigate = sensors_clear_once_they_see_it
-        goals = record_goals(robot)
-        m = FetchMission(robot, FetchParams(support_looks=False, look_while_driving=False, **params), robot_radius=0.5)
-        return robot, goals, m.run("the yellow cube", dropoff)
+            return robot.sensed.any() and math.hypot(pose.x - dropoff.x, pose.y - dropoff.y) < 0.5
+        return fetch_to_a_marked_drop_off(home, phantom, marked_until_seen, dropoff, **params)
 
     robot, goals, r = fetch()
     assert r.code == FetchCode.SUCCEEDED, r.reason
