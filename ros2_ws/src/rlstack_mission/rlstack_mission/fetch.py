@@ -244,14 +244,18 @@ class FetchMission(Exploring, Recovery):
     def _drop_off_view(self, dropoff: Pose2D) -> Optional[Pose2D]:
         """A free pose ``drop_look_distance`` behind one of the drop-off's stand poses, facing it (the
         asked heading's first); None when every one is blocked on the static map or by the sensors."""
-        static, res, origin = self.ports.occupancy()
         back = self.p.drop_look_distance
         for stand in drop_stand_poses(dropoff.x, dropoff.y, dropoff.yaw, self.p.carry_offset,
                                       self.p.dropoff_headings):
             look = Pose2D(stand.x - back * math.cos(stand.yaw), stand.y - back * math.sin(stand.yaw), stand.yaw)
-            if clearance(static, res, origin, look.x, look.y, self.robot_radius) and not self._sensed_blocked(look):
+            if self._free_to_stand(look):
                 return look
         return None
+
+    def _free_to_stand(self, pose: Pose2D) -> bool:
+        """Neither the static map nor navigation's sensed obstacles within the robot's radius of ``pose``."""
+        static, res, origin = self.ports.occupancy()
+        return clearance(static, res, origin, pose.x, pose.y, self.robot_radius) and not self._sensed_blocked(pose)
 
     def _stand_at_drop_off(self, dropoff: Pose2D) -> NavOutcome:
         """Drive to the stand pose behind ``dropoff`` at its heading; when navigation does not reach it
@@ -260,12 +264,11 @@ class FetchMission(Exploring, Recovery):
         the point. A pose the static map or the sensors already show blocked is not driven to."""
         stands = drop_stand_poses(dropoff.x, dropoff.y, dropoff.yaw, self.p.carry_offset, self.p.dropoff_headings)
         first = outcome = self._drive_to(stands[0], "drop-off")
-        static, res, origin = self.ports.occupancy()
         tried = 0
         for stand in stands[1:]:
             if outcome.ok or outcome.dropped:
                 return outcome
-            if not clearance(static, res, origin, stand.x, stand.y, self.robot_radius) or self._sensed_blocked(stand):
+            if not self._free_to_stand(stand):
                 continue
             tried += 1
             self.ports.feedback("RETURN", f"drop-off: standing at heading {math.degrees(stand.yaw):.0f} deg instead, "
