@@ -426,7 +426,7 @@ class FetchHarness:
             with self._lock:
                 est, truth = self.latest_estimate, self.true_base
             if est is not None and truth is not None:
-                yaw = 2.0 * math.atan2(truth[2], truth[3])
+                yaw = yaw_of((0.0, 0.0, truth[2], truth[3]))
                 if math.hypot(est[0] - truth[0], est[1] - truth[1]) <= tolerance_m and \
                         abs(math.remainder(est[2] - yaw, 2 * math.pi)) <= tolerance_rad:
                     return True
