@@ -178,6 +178,8 @@ class FetchHarness:
         self.path_length = 0.0
         self.true_base: Optional[Tuple[float, float, float, float]] = None   # x, y, qz, qw (sim-only truth)
         self.localization_state = ""
+        # whether the localiser agreed with the truth before this layout's fetch (None: no localiser)
+        self.start_localised: Optional[bool] = None
         # judging the localiser (sim-only truth): the truth's recent stamps and poses, and each
         # /amcl_pose estimate's position and heading error against the truth at its stamp
         self._truth_hist: "collections.deque" = collections.deque(maxlen=400)
@@ -402,7 +404,7 @@ class FetchHarness:
         # new one: navigation marked obstacles and the map placed objects where nothing is (a fetch
         # found its own start "inside an obstacle", another a cube 1.5 m from any). Once the
         # estimate agrees with the truth, both forget what they took in before.
-        self.wait_localised()
+        self.start_localised = self.wait_localised()
         self.clear_sensed_obstacles()
         cleared = self._call(self.clear_client, Trigger.Request())
         if not cleared.success:
@@ -413,12 +415,14 @@ class FetchHarness:
             self.odom = None
         self.wait_ground_truth()
 
-    def wait_localised(self, timeout: float = 10.0, tolerance_m: float = 0.05, tolerance_rad: float = 0.05) -> bool:
+    def wait_localised(self, timeout: float = 10.0, tolerance_m: float = 0.05,
+                       tolerance_rad: float = 0.05) -> Optional[bool]:
         """After :meth:`relocalize`: wait until the localiser's newest estimate (/amcl_pose) lies within
         ``tolerance_m`` and ``tolerance_rad`` of the robot's true pose (it stands still after a reset).
-        False after ``timeout`` or without a localiser or the truth (nothing to wait for)."""
+        True then; False after ``timeout`` (the fetch starts anyway, and its result says so); None
+        without a localiser (nothing to wait for)."""
         if self.node.count_subscribers("/initialpose") == 0:
-            return False
+            return None
         with self._lock:
             self.latest_estimate = None
         end = time.monotonic() + timeout
@@ -524,6 +528,7 @@ class FetchHarness:
             dropoff=list(layout.dropoff), object_final=[round(x, 3), round(y, 3), round(z, 3)],
             dropoff_error_m=round(err, 3), distance_driven_m=round(self.path_length, 2), feedback=phases,
             grasp_attempts=sum(1 for _, ph, d in phases if ph == "GRASP" and d.startswith("lifting")),
+            start_localised=self.start_localised,
             success=bool(result["code"] == 0 and on_dropoff((x, y, z), layout.dropoff)))
         if not result["success"]:   # what lies at the drop-off instead (a wrong object fetched?)
             result["objects_at_dropoff"] = sorted(

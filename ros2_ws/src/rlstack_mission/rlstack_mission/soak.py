@@ -5,13 +5,16 @@ Starts the fetch graph once and runs fetches over the seeded layouts (cycling), 
 open file descriptors and threads from /proc. Each fetch is appended to ``soak.jsonl`` at once,
 so an interrupted soak keeps what it did; ``--resume`` continues the count from that file (in a new
 graph: the memory slope is then reported per graph run). The summary: success rate over the soak,
-and per node the least-squares slope of RSS (MB per fetch), the first and last RSS, and the change
-in file descriptors and threads.
+the failures, the fetches the mission reported SUCCEEDED and the evaluator did not confirm, the time
+per successful fetch, and per node the least-squares slope of RSS (MB per fetch), the first and last
+RSS, and the change in file descriptors and threads, with the worst of each over the nodes;
+``--record docs/results/<name>.json`` also writes it with its command, commit, date and hardware.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import signal
@@ -20,7 +23,10 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from rlstack_common.results_record import add_record_argument, command_line, commit_of, record
 from rlstack_testing.processes import node_pids
+
+from .evaluate import percentile
 
 ROOT = Path(__file__).resolve().parents[4] if (Path(__file__).resolve().parents[4] / "launch").is_dir() else Path.cwd()
 
@@ -77,7 +83,28 @@ def summarize(rows: List[Dict]) -> Dict:
                        "restarts": (len({s["pid"] for s in series if "pid" in s}) - 1
                                     if series and "pid" in series[0] else None),
                        "cpu_percent_mean": cpu_percent(rows, n)}
+    times = sorted(r["wall_s"] for r in rows if r["success"] and "wall_s" in r)
+    slopes = {n: v["rss_slope_second_half_mb_per_fetch"] for n, v in per_node.items()}
+    worst_half = max(slopes, key=slopes.get) if slopes else None
     return {"fetches": len(rows), "succeeded": ok, "success_rate": round(ok / len(rows), 3) if rows else 0.0,
+            "failures": dict(collections.Counter(r.get("code_name", "?") for r in rows if not r["success"])),
+            # the mission said SUCCEEDED, the simulator's truth has the object elsewhere: a false success
+            "mission_succeeded_evaluator_failed": sum(1 for r in rows
+                                                      if r.get("code_name") == "SUCCEEDED" and not r["success"]),
+            # None for rows from before fetches recorded it
+            "starts_not_localised": (sum(1 for r in rows if r.get("start_localised") is False)
+                                     if any("start_localised" in r for r in rows) else None),
+            "fetch_s_median": round(percentile(times, 50), 1) if times else None,
+            "fetch_s_p90": round(percentile(times, 90), 1) if times else None,
+            "rss_slope_mb_per_fetch_max": max((v["rss_slope_mb_per_fetch"] for v in per_node.values()), default=None),
+            "rss_slope_second_half_max": ({"node": worst_half, "mb_per_fetch": slopes[worst_half]}
+                                          if worst_half else None),
+            "fds_change_max": max((v["fds_change"] for v in per_node.values()), default=None),
+            "threads_change_max": max((v["threads_change"] for v in per_node.values()), default=None),
+            "restarts": sum(v["restarts"] or 0 for v in per_node.values()),
+            # from the first fetch's start to the last one's end (rows stamp each fetch's end)
+            "wall_min": (round((rows[-1]["time"] - rows[0]["time"] + rows[0].get("wall_s", 0.0)) / 60, 1)
+                         if rows and "time" in rows[0] and "time" in rows[-1] else None),
             "nodes": per_node}
 
 
@@ -88,7 +115,9 @@ def main(argv=None) -> int:
     p.add_argument("--timeout", type=float, default=400.0)
     p.add_argument("--out", default=str(ROOT / "out" / "soak"))
     p.add_argument("--resume", action="store_true", help="continue the count of an interrupted soak")
+    add_record_argument(p)
     a = p.parse_args(argv)
+    commit = commit_of(ROOT)   # the code this soak starts (commits made while it runs are not in it)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     log = out / "soak.jsonl"
@@ -150,6 +179,7 @@ def main(argv=None) -> int:
                        # (object not within the drop-off tolerance, or not on the floor)
                        "target": r.get("target"), "object_final": r.get("object_final"),
                        "dropoff_error_m": r.get("dropoff_error_m"), "grasp_attempts": r.get("grasp_attempts"),
+                       "start_localised": r.get("start_localised"),
                        "usage": node_usage(graph.proc.pid), "time": time.time()}
                 rows.append(row)
                 with open(log, "a") as f:
@@ -166,6 +196,8 @@ def main(argv=None) -> int:
     summary = {"all": summarize(rows), "this_graph_run": summarize(this_run)}
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     print(json.dumps(summary, indent=1))
+    if a.record:
+        record(a.record, summary["all"], command=command_line("rlstack_mission.soak"), root=ROOT, commit=commit)
     return 0 if rows and summary["all"]["success_rate"] >= 0.9 else 1
 
 

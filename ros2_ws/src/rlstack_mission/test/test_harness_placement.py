@@ -197,7 +197,8 @@ class LocalisedNode(FakeNode):
 def test_the_layout_waits_for_the_localiser_to_agree_with_the_truth():
     """After a reset the localiser's estimate must come within 5 cm and 0.05 rad of where the robot
     stands before navigation's obstacles and the map are cleared: frames taken in through the old
-    pose left phantom obstacles and objects. An estimate 20 cm off is not enough; none in time: False."""
+    pose left phantom obstacles and objects. An estimate 20 cm off is not enough; none in time: False;
+    no localiser: None."""
     h = FetchHarness(LocalisedNode(FakeBridge("realtime")))
     h.true_base = (1.0, 2.0, math.sin(0.25), math.cos(0.25))        # yaw 0.5 rad
     timers = [threading.Timer(0.05, lambda: setattr(h, "latest_estimate", (1.2, 2.0, 0.5))),
@@ -208,7 +209,8 @@ def test_the_layout_waits_for_the_localiser_to_agree_with_the_truth():
     assert h.wait_localised(timeout=5.0)
     assert time.monotonic() - t0 >= 0.25                                 # not on the estimate 20 cm off
     h.true_base = (1.0, 2.0, math.sin(1.0), math.cos(1.0))          # now 2 rad: the estimate is off in heading
-    assert not h.wait_localised(timeout=0.2)
+    assert h.wait_localised(timeout=0.2) is False                     # the result records the start
+    assert FetchHarness(FakeNode(FakeBridge("realtime"))).wait_localised(timeout=0.2) is None   # no localiser
 
 
 def test_clearing_sensed_obstacles_sends_navigation_an_empty_obstacle_message():
