@@ -54,6 +54,10 @@ def _run_layouts(a, harness, episodes: list) -> None:
         print(f"seed {seed:3d}  {layout.query:18s} {layout.table:8s} -> {r['code_name']:12s} "
               f"{'ok ' if r['success'] else 'FAIL'} {r['wall_s']:6.1f} s  drop-off error "
               f"{r['dropoff_error_m']:.2f} m{loc}  {'' if r['success'] else r['reason']}", flush=True)
+        if not r["success"]:   # what navigation's sensors had marked, to see what blocked it
+            saved = harness.save_obstacle_grid(out / f"obstacles_seed{seed}")
+            if saved:
+                print(f"          navigation's sensed obstacles at the end: {saved}", flush=True)
         audit = map_audit_line(r)   # the semantic map at the fetch's end against the truth
         if audit:
             print(f"          {audit}", flush=True)

@@ -22,6 +22,8 @@ import threading
 import time
 from typing import Callable, Dict, List, Optional, Tuple
 
+import numpy as np
+
 from .frames import yaw_of
 from .layouts import FetchLayout, make_layout
 from .send_fetch import send_fetch
@@ -31,6 +33,7 @@ from .send_fetch import send_fetch
 SIM_BRIDGE = "/sim_bridge"
 #: navigation's injected obstacles; an empty message clears every sensed one
 NAV_OBSTACLES = "/nav_controller/obstacles"
+NAV_OBSTACLE_GRID = "/nav_controller/obstacle_grid"
 
 #: (object name, position x y z, quaternion x y z w) in the simulator's world frame
 Placement = Tuple[str, Tuple[float, float, float], Tuple[float, float, float, float]]
@@ -156,7 +159,7 @@ class FetchHarness:
 
     def __init__(self, node) -> None:
         from geometry_msgs.msg import PoseArray, PoseStamped, PoseWithCovarianceStamped
-        from nav_msgs.msg import Odometry
+        from nav_msgs.msg import OccupancyGrid, Odometry
         from std_msgs.msg import String
         from std_srvs.srv import Trigger
         from visualization_msgs.msg import MarkerArray
@@ -208,6 +211,9 @@ class FetchHarness:
         node.create_subscription(Odometry, "/sim_ground_truth/odom", self._on_true_base, 10)
         node.create_subscription(String, "/localization/state", self._on_localization_state, LATCHED)
         node.create_subscription(PoseStamped, "/grasp_target", self._on_grasp_target, 10)
+        # navigation's sensed obstacle cells, kept to be saved beside a failed fetch (diagnosis only)
+        self.obstacle_grid = None
+        node.create_subscription(OccupancyGrid, NAV_OBSTACLE_GRID, self._on_obstacle_grid, LATCHED)
         self.initial_pose_pub = node.create_publisher(PoseWithCovarianceStamped, "/initialpose", 1)
         # navigation's sensed obstacles: an empty message clears them (nav_controller's ~/obstacles)
         self.obstacles_pub = node.create_publisher(PoseArray, NAV_OBSTACLES, 10)
@@ -270,6 +276,28 @@ class FetchHarness:
 
     def _on_semantic_map(self, msg) -> None:
         self.semantic_map = msg
+
+    def _on_obstacle_grid(self, msg) -> None:
+        self.obstacle_grid = msg
+
+    def save_obstacle_grid(self, out_prefix) -> Optional[str]:
+        """Write navigation's latest sensed obstacle cells as a map (``<prefix>.yaml`` + ``.pgm``, as
+        ``map_saver`` writes; open it in rviz over the home map) to see what blocked a fetch. Returns
+        the YAML's path, or None when navigation has sent no obstacle grid."""
+        from rlstack_nav.grid import OccupancyGrid
+        from rlstack_nav.map_io import save_map
+
+        msg = self.obstacle_grid
+        if msg is None or msg.info.width == 0 or msg.info.height == 0:
+            return None
+        o = msg.info.origin
+        grid = OccupancyGrid(
+            data=np.asarray(msg.data, dtype=np.int8).reshape(msg.info.height, msg.info.width),
+            resolution=msg.info.resolution,
+            origin=(o.position.x, o.position.y, yaw_of((o.orientation.x, o.orientation.y, o.orientation.z,
+                                                         o.orientation.w))))
+        yml, _ = save_map(grid, out_prefix, comment="navigation's sensed obstacles at the end of a failed fetch")
+        return str(yml)
 
     def _on_estimate(self, msg) -> None:
         p, q = msg.pose.pose.position, msg.pose.pose.orientation

@@ -11,6 +11,7 @@ import threading
 import time
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from rlstack_mission.harness import FetchHarness, check_placements, entity_state_request, layout_placements
@@ -219,3 +220,28 @@ def test_clearing_sensed_obstacles_sends_navigation_an_empty_obstacle_message():
     h.clear_sensed_obstacles()
     (topic, msg), = [(t, m) for t, m in node.published if t == "/nav_controller/obstacles"]
     assert msg.header.frame_id == "map" and len(msg.poses) == 0
+
+
+def test_a_failed_fetch_leaves_navigations_sensed_obstacles_as_a_map(tmp_path):
+    """The latest /nav_controller/obstacle_grid is written as a map (YAML + PGM) that loads back with
+    its marked cell where navigation had it; without a grid there is nothing to write."""
+    from nav_msgs.msg import OccupancyGrid
+
+    from rlstack_nav.map_io import load_map
+
+    h = FetchHarness(FakeNode(FakeBridge("realtime")))
+    assert h.save_obstacle_grid(tmp_path / "none") is None
+    msg = OccupancyGrid()
+    msg.info.width, msg.info.height, msg.info.resolution = 4, 3, 0.05
+    msg.info.origin.position.x, msg.info.origin.position.y = -0.1, 0.2
+    msg.info.origin.orientation.w = 1.0
+    data = [0] * 12
+    data[1 * 4 + 2] = 100            # row 1 (y), column 2 (x): centre (-0.1 + 2.5 * 0.05, 0.2 + 1.5 * 0.05)
+    msg.data = data
+    h._on_obstacle_grid(msg)
+    yml = h.save_obstacle_grid(tmp_path / "obstacles_seed7")
+    assert yml == str(tmp_path / "obstacles_seed7.yaml") and (tmp_path / "obstacles_seed7.pgm").is_file()
+    back = load_map(yml)
+    assert back.data.shape == (3, 4) and back.resolution == pytest.approx(0.05)
+    assert back.origin[:2] == pytest.approx((-0.1, 0.2))
+    assert [tuple(c) for c in np.argwhere(back.data == 100)] == [(1, 2)]
