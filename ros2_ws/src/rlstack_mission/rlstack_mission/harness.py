@@ -312,7 +312,11 @@ class FetchHarness:
             if abs(t[0] - stamp) > 0.1:
                 return
             yaw_err = math.remainder(yaw_of((q.x, q.y, q.z, q.w)) - t[3], 2 * math.pi)
-            self.loc_errors.append((math.hypot(p.x - t[1], p.y - t[2]), abs(yaw_err), stamp, p.x, p.y, t[1], t[2]))
+            # with the wheel odometry then (its own frame): the estimate and the odometry running ahead of
+            # the truth together is wheel slip; the estimate alone, the localiser's correction
+            ox, oy = self.odom if self.odom is not None else (math.nan, math.nan)
+            self.loc_errors.append((math.hypot(p.x - t[1], p.y - t[2]), abs(yaw_err), stamp, p.x, p.y, t[1], t[2],
+                                    ox, oy))
 
     def _on_localization_state(self, msg) -> None:
         with self._lock:
@@ -572,8 +576,10 @@ class FetchHarness:
                           loc_error_p95_m=round(pos[int(0.95 * (len(pos) - 1))], 4), loc_error_max_m=round(pos[-1], 4),
                           loc_heading_error_max_deg=round(math.degrees(max(e[1] for e in loc)), 2),
                           localization_lost_events=lost,
-                          # (sim time s, estimate x, y, truth x, y) of each estimate >= 5 cm off, for diagnosis
-                          loc_trace_over_5cm=[[round(v, 3) for v in e[2:]] for e in loc if e[0] >= 0.05])
+                          # (sim time s, estimate x, y, truth x, y, wheel odometry x, y in odom) of each
+                          # estimate >= 5 cm off, for diagnosis
+                          loc_trace_over_5cm=[[round(v, 3) if math.isfinite(v) else None for v in e[2:]]
+                                              for e in loc if e[0] >= 0.05])
         smap = self.semantic_map
         if smap is not None:   # the map at the end against the truth (sim-only: judging, not used; map = the world)
             try:

@@ -245,3 +245,22 @@ def test_a_failed_fetch_leaves_navigations_sensed_obstacles_as_a_map(tmp_path):
     assert back.data.shape == (3, 4) and back.resolution == pytest.approx(0.05)
     assert back.origin[:2] == pytest.approx((-0.1, 0.2))
     assert [tuple(c) for c in np.argwhere(back.data == 100)] == [(1, 2)]
+
+
+def test_each_judged_estimate_keeps_the_wheel_odometry_beside_the_truth():
+    """An /amcl_pose estimate is judged against the truth nearest its stamp, and the wheel odometry of
+    that moment is kept with it: slip (odometry ahead of the truth) tells itself from a localiser's
+    wrong correction (the estimate alone ahead) in a failed fetch's trace."""
+    import collections
+
+    h = FetchHarness(FakeNode(FakeBridge("realtime")))
+    h._truth_hist = collections.deque([(10.0, 1.0, 0.0, 0.0), (10.1, 1.01, 0.0, 0.0)])
+    h.odom = (0.5, 0.2)
+    msg = SimpleNamespace(header=SimpleNamespace(stamp=SimpleNamespace(sec=10, nanosec=90_000_000)),
+                          pose=SimpleNamespace(pose=SimpleNamespace(
+                              position=SimpleNamespace(x=1.21, y=0.0, z=0.0),
+                              orientation=SimpleNamespace(x=0.0, y=0.0, z=0.0, w=1.0))))
+    h._on_estimate(msg)
+    (err, yaw_err, stamp, ex, ey, tx, ty, ox, oy), = h.loc_errors
+    assert err == pytest.approx(0.2) and yaw_err == 0.0 and stamp == pytest.approx(10.09)
+    assert (ex, ey, tx, ty, ox, oy) == (1.21, 0.0, 1.01, 0.0, 0.5, 0.2)
