@@ -23,7 +23,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Optional, Sequence
 
 from rlstack_common.results_record import add_record_argument, command_line, commit_of, record
 from rlstack_perception.map_audit import map_audit_line, map_audit_summary
@@ -101,6 +101,14 @@ def phase_stats(successes: list, key: str = "phase_durations", names: Sequence[s
     return stats
 
 
+def starts_not_localised(rows: Sequence[dict]) -> Optional[int]:
+    """How many fetches started before the localiser agreed with the truth (harness.wait_localised
+    timed out); None when no row recorded it (rows from before it was recorded: unknown, not zero)."""
+    if not any("start_localised" in r for r in rows):
+        return None
+    return sum(1 for r in rows if r.get("start_localised") is False)
+
+
 def summarize(episodes: list, wall_time_s: float, ground_truth_grasp: bool, graph_args: dict, cpu_share: dict,
               support: str, interrupted: bool) -> dict:
     """The results.json summary of a list of episodes (one run, or the merged shards of a Ray run)."""
@@ -118,8 +126,7 @@ def summarize(episodes: list, wall_time_s: float, ground_truth_grasp: bool, grap
                                         "p90": round(percentile(times, 90), 1), "max": round(max(times), 1)}
         if times else None,
         "grasp_attempts": dict(collections.Counter(str(e.get("grasp_attempts", "?")) for e in episodes)),
-        # fetches started before the localiser agreed with the truth (harness.wait_localised timed out)
-        "starts_not_localised": sum(1 for e in episodes if e.get("start_localised") is False),
+        "starts_not_localised": starts_not_localised(episodes),
         "mean_dropoff_error_m": round(statistics.mean(e["dropoff_error_m"] for e in ok), 3) if ok else None,
         "phase_means_s": {ph: round(statistics.mean(e["phase_durations"].get(ph, 0.0) for e in ok), 1)
                           for ph in PHASES} if ok else {},

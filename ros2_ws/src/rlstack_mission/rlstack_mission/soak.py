@@ -26,7 +26,7 @@ from typing import Dict, List, Optional
 from rlstack_common.results_record import add_record_argument, command_line, commit_of, record
 from rlstack_testing.processes import node_pids
 
-from .evaluate import percentile
+from .evaluate import percentile, starts_not_localised
 
 ROOT = Path(__file__).resolve().parents[4] if (Path(__file__).resolve().parents[4] / "launch").is_dir() else Path.cwd()
 
@@ -91,9 +91,7 @@ def summarize(rows: List[Dict]) -> Dict:
             # the mission said SUCCEEDED, the simulator's truth has the object elsewhere: a false success
             "mission_succeeded_evaluator_failed": sum(1 for r in rows
                                                       if r.get("code_name") == "SUCCEEDED" and not r["success"]),
-            # None for rows from before fetches recorded it
-            "starts_not_localised": (sum(1 for r in rows if r.get("start_localised") is False)
-                                     if any("start_localised" in r for r in rows) else None),
+            "starts_not_localised": starts_not_localised(rows),
             "fetch_s_median": round(percentile(times, 50), 1) if times else None,
             "fetch_s_p90": round(percentile(times, 90), 1) if times else None,
             "rss_slope_mb_per_fetch_max": max((v["rss_slope_mb_per_fetch"] for v in per_node.values()), default=None),
