@@ -260,3 +260,40 @@ def test_blocked_path_replans_then_aborts_with_the_reason(ros_processes, ros_pro
     on_crate = [(x, y) for x, y in marked if -3.4 <= x <= -2.6 and -1.2 <= y <= -0.4]
     assert len(on_crate) >= 5, f"{len(marked)} marked cells, {len(on_crate)} on the crate"
     ros_processes.assert_all_alive()
+
+
+def test_the_missions_recovery_message_clears_what_the_sensors_marked(ros_processes, ros_probe, params_dir, repo):
+    """The fetch mission's drop-off recovery (``RosPorts.clear_sensed_obstacles``: an empty PoseArray
+    on ~/obstacles) has navigation forget every obstacle it marked: the cells are gone from
+    ~/obstacle_grid. (No simulator: nothing but the injected points is marked.)"""
+    from types import SimpleNamespace
+
+    from geometry_msgs.msg import Pose, PoseArray
+
+    from rlstack_mission.ros_ports import RosPorts
+
+    start_nav(ros_processes, params_dir, repo, use_sim_time=False)
+    grids = ros_probe.subscribe("/nav_controller/obstacle_grid", OccupancyGrid, LATCHED)
+    inject = ros_probe.publisher("/nav_controller/obstacles", PoseArray)
+    marks = PoseArray()
+    marks.header.frame_id = "map"
+    for x in (-1.0, -0.9, -0.8):
+        p = Pose()
+        p.position.x, p.position.y = x, 1.5
+        marks.poses.append(p)
+    held = {"marked": None}
+
+    def marked_cells():
+        msg = latest(grids)
+        if msg is not None:
+            held["marked"] = sum(1 for v in msg.data if v == 100)
+        return held["marked"]
+
+    inject.publish(marks)
+    ros_probe.spin_until(lambda: (marked_cells() or 0) >= 3, 10.0, "the injected obstacles on ~/obstacle_grid")
+    host = SimpleNamespace(obstacles_pub=inject, get_clock=ros_probe.node.get_clock, obstacle_grid=object(),
+                           rate_hz=20.0)
+    RosPorts(host, SimpleNamespace(is_cancel_requested=False)).clear_sensed_obstacles()
+    assert host.obstacle_grid is None   # the mission's copy is stale until navigation publishes again
+    ros_probe.spin_until(lambda: marked_cells() == 0, 10.0, "an obstacle grid with no marked cell")
+    ros_processes.assert_all_alive()

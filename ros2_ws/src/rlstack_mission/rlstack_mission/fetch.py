@@ -18,7 +18,8 @@ runs them::
     GRASP     run the lift controller; on failure release, back off, re-observe and retry,
               up to ``max_grasp_attempts``                                   -> GRASP_FAILED
     RETURN    stow the arm in its carry pose while backing off, drive to the stand pose behind the
-              drop-off point                                                 -> UNREACHABLE
+              drop-off point (blocked all round: look at it, then have navigation forget its
+              sensed obstacles, and try again)                               -> UNREACHABLE
               (the hand feels the object fall out on the way, or arrives empty: the base stops,
               looks from 1 m away at where it most likely fell, and fetches it from the floor,
               up to ``max_drop_recoveries`` times                             -> GRASP_FAILED)
@@ -219,6 +220,27 @@ class FetchMission(Exploring, Recovery):
             raise MissionAborted(FetchCode.UNREACHABLE, f"could not reach the drop-off: {outcome.reason}")
 
     def _carry_to_drop_off(self, dropoff: Pose2D) -> NavOutcome:
+        """Drive to a stand pose at the drop-off (:meth:`_stand_or_look`). When none is reached and
+        navigation's sensors mark obstacles, some may be marks made while the pose estimate was off
+        (returns off walls and furniture then land where nothing stands, and stay until the camera
+        sees through them): with ``drop_clear_obstacles``, navigation forgets them, the camera gets
+        ``settle_s`` to mark what stands there now, and the stand poses are tried once more."""
+        outcome = self._stand_or_look(dropoff)
+        if outcome.ok or outcome.dropped or not self.p.drop_clear_obstacles:
+            return outcome
+        sensed = self.ports.sensed_obstacles()
+        if sensed is not None and not sensed.any():
+            return outcome            # nothing sensed to forget: the static map or the planner refused
+        self.ports.feedback("RETURN", "drop-off: no stand pose reached; clearing navigation's sensed obstacles "
+                                      "and trying again")
+        self.ports.clear_sensed_obstacles()
+        self.ports.wait(self.p.settle_s)
+        again = self._stand_at_drop_off(dropoff)
+        if again.ok or again.dropped:
+            return again
+        return NavOutcome(False, f"{outcome.reason}; with navigation's sensed obstacles cleared: {again.reason}")
+
+    def _stand_or_look(self, dropoff: Pose2D) -> NavOutcome:
         """Drive to a stand pose at the drop-off (:meth:`_stand_at_drop_off`). When none is reached, the
         sensors may be marking what is no longer there (or never was: depth noise), and navigation
         refuses a goal among its marks from anywhere: drive to where the camera sees the drop-off's

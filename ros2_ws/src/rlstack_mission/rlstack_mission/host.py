@@ -102,6 +102,7 @@ class MissionHost(Protocol):
     ee_pub: "Publisher"        # geometry_msgs/Vector3 on /arm/ee_delta
     gripper_pub: "Publisher"   # std_msgs/Bool on /arm/gripper (True: open)
     ee_yaw_pub: "Publisher"    # std_msgs/Float64 on /arm/ee_yaw
+    obstacles_pub: "Publisher"  # geometry_msgs/PoseArray on /nav_controller/obstacles (empty: forget the sensed)
     request_pub: "Publisher"   # geometry_msgs/PointStamped on /fetch/grasp_request (grasp_source topic only)
     status: "MissionStatus"    # /mission/status and /diagnostics (RosPorts sets the phase)
 

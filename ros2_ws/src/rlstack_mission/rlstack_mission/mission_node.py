@@ -17,7 +17,9 @@ Publishes   /grasp_target (geometry_msgs/PoseStamped in base_link, twice the con
             /fetch/grasp_request (geometry_msgs/PointStamped in map, grasp_target_source: topic only:
             the object a grasp is for; an empty frame_id when the grasp ends),
             /fetch/dropoff (PoseStamped, latched), ``cmd_vel_topic`` (default /cmd_vel; the short straight
-            docking moves only), /arm/ee_delta + /arm/gripper (carry pose, recovery, drop), /diagnostics
+            docking moves only), /arm/ee_delta + /arm/gripper (carry pose, recovery, drop), /diagnostics,
+            /nav_controller/obstacles (geometry_msgs/PoseArray: an empty one, when no stand pose at
+            the drop-off is reached, makes navigation forget its sensed obstacles; drop_clear_obstacles)
 
 Grasp target: the lift policy reads the object's pose in ``base_link`` on /grasp_target.
 ``grasp_target_source: perception`` (robot mode, the default): the grasp_pose service estimates
@@ -42,7 +44,7 @@ import time
 from typing import List, Optional, Tuple
 
 import numpy as np
-from geometry_msgs.msg import PointStamped, PoseStamped, Twist, Vector3
+from geometry_msgs.msg import PointStamped, PoseArray, PoseStamped, Twist, Vector3
 from lifecycle_msgs.srv import ChangeState, GetState
 from nav_msgs.msg import OccupancyGrid, Odometry
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
@@ -110,6 +112,7 @@ class MissionNode(Node):
         self.ee_pub = self.create_publisher(Vector3, "/arm/ee_delta", 10)
         self.gripper_pub = self.create_publisher(Bool, "/arm/gripper", 10)
         self.ee_yaw_pub = self.create_publisher(Float64, "/arm/ee_yaw", 10)
+        self.obstacles_pub = self.create_publisher(PoseArray, "/nav_controller/obstacles", 10)
 
         self.query_client = self.create_client(QueryObjects, "/semantic_map/query", **g)
         self.grasp_pose_client = (self.create_client(EstimateGraspPose, self.grasp_pose_service, **g)

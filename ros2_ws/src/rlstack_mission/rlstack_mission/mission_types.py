@@ -174,6 +174,8 @@ class FetchParams:
     drop_look_distance: float = 1.0         # no stand pose at the drop-off reached: looked at from this far behind
                                             # one, and tried again (m; 0: not looked at; the camera sees the floor
                                             # from ~0.72 m ahead of base_link)
+    drop_clear_obstacles: bool = True       # still none reached: navigation's sensed obstacles are cleared (marks
+                                            # made while the pose estimate was off), and the stand poses tried again
     floor_grasps: bool = True               # grasp objects lying on the floor (the robot-mode lift is trained for it)
     floor_view_distance: float = 1.0        # base_link -> object on the floor where its grasp pose is estimated (m):
                                             # the head camera sees the floor from ~0.72 m ahead of base_link
@@ -212,6 +214,9 @@ class RobotPorts(Protocol):
         ``yaw_tolerance``: rad, 0 for navigation's default; pi or more takes any heading."""
     def sensed_obstacles(self) -> Optional[np.ndarray]:
         """Cells navigation's sensors mark occupied, on the grid of :meth:`occupancy` (None: unknown)."""
+    def clear_sensed_obstacles(self) -> None:
+        """Have navigation forget every obstacle its sensors marked (they are marked again as the
+        camera sees them), as Nav2's clear-costmap recovery does."""
     def base_pose(self) -> Pose2D: ...
     def occupancy(self) -> Tuple[np.ndarray, float, Tuple[float, float]]:
         """(occupied mask [row, col], resolution, (origin x, origin y)) of the static map."""

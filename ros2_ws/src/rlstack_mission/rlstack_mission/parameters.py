@@ -77,6 +77,11 @@ MISSION: List[P] = [
     P("drop_look_distance", _F.drop_look_distance, "No stand pose at the drop-off reached: the robot looks at the "
       "drop-off from this far behind a free stand pose, facing it, so that navigation's obstacle grid clears what "
       "the camera sees through, and tries the stand poses again (0: gives up at once), m", 0.0, 5.0),
+    P("drop_clear_obstacles", _F.drop_clear_obstacles, "Still no stand pose at the drop-off reached (after the look): "
+      "the mission has navigation forget its sensed obstacles (an empty PoseArray on /nav_controller/obstacles; "
+      "marks made while the pose estimate was off stay until the camera sees through them), waits settle_s for "
+      "the camera to mark what stands there now, and tries the stand poses once more, as Nav2's clear-costmap "
+      "recovery does (false: gives up)"),
     P("sensed_obstacle_margin", _F.sensed_obstacle_margin, "Every staging pose planned on the static map blocked: "
       "poses are planned again around the obstacles navigation's sensors mark, grown by this, m", 0.0, 0.5),
     P("settle_s", _F.settle_s, "Wait after docking and before each look from a new place, s", 0.0, 30.0),

@@ -16,7 +16,7 @@ from typing import Callable, List, Optional, Tuple
 
 import numpy as np
 import rclpy
-from geometry_msgs.msg import PointStamped, PoseStamped, Twist, Vector3
+from geometry_msgs.msg import PointStamped, PoseArray, PoseStamped, Twist, Vector3
 from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState, GetState
 from std_msgs.msg import Bool, Float64
@@ -170,6 +170,14 @@ class RosPorts:
                 or abs(m.info.origin.position.y - g.info.origin.position.y) > 1e-6:
             return None
         return np.asarray(m.data, dtype=np.int16).reshape(m.info.height, m.info.width) >= 65
+
+    def clear_sensed_obstacles(self) -> None:
+        """An empty PoseArray on ``/nav_controller/obstacles``: navigation forgets what its sensors marked."""
+        msg = PoseArray()
+        msg.header.frame_id = "map"
+        msg.header.stamp = self.n.get_clock().now().to_msg()
+        self.n.obstacles_pub.publish(msg)
+        self.n.obstacle_grid = None   # the copy held here is stale until navigation publishes again
 
     # -- perception
     def query(self, text: str) -> List[Match]:
