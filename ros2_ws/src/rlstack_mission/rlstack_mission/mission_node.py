@@ -32,7 +32,10 @@ with the simulator-side ``rlstack_sim ground_truth_grasp_target`` node answering
 reads the simulator's truth. See docs/reference/mission.md.
 
 The action runs in its own thread (MultiThreadedExecutor, reentrant callbacks): the mission is
-a sequence of blocking steps, while topics and service replies keep arriving.
+a sequence of blocking steps, while topics and service replies keep arriving. /odom, /tf,
+/tf_static and /joint_states are taken by a node of their own, ``<name>_state`` (``mission_state``),
+in a thread of its own (rlstack_common.fast_lane.SubscriptionLane): at 60 Hz a topic through the
+executor they cost the node most of its CPU.
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ from std_msgs.msg import Bool, Float64
 from tf2_msgs.msg import TFMessage
 
 from rlstack_common import run_node
+from rlstack_common.fast_lane import SubscriptionLane
 from rlstack_common.param_table import Values, declare_all
 from rlstack_common.qos import TF_STATIC
 from rlstack_interfaces.action import Fetch, NavigateTo
@@ -95,12 +99,17 @@ class MissionNode(Node):
         self.executing = threading.Event()  # an execute callback is running (until its result is set)
         self.status = MissionStatus(self, LATCHED)   # ~/status, /diagnostics, rejected input
 
-        self.create_subscription(Odometry, "/odom", self._on_odom, 20, **g)
+        # The robot's state at 60 Hz a topic: taken in a thread of its own (a node ``<name>_state``),
+        # not through this node's multi-threaded executor, whose every wake-up rebuilds the wait set
+        # of all the node's entities in Python (rlstack_common.fast_lane.SubscriptionLane)
+        self.state_lane = SubscriptionLane(self, "state")
+        self.state_lane.subscribe(Odometry, "/odom", self._on_odom, 20)
+        self.state_lane.subscribe(TFMessage, "/tf", lambda m: self.tf.update(m, static=False), 100)
+        self.state_lane.subscribe(TFMessage, "/tf_static", lambda m: self.tf.update(m, static=True), TF_STATIC)
+        self.state_lane.subscribe(JointState, "/joint_states", self._on_joints, 20)
+        self.state_lane.start()
         self.create_subscription(OccupancyGrid, "/map", self._on_map, LATCHED, **g)
         self.create_subscription(OccupancyGrid, "/nav_controller/obstacle_grid", self._on_obstacle_grid, LATCHED, **g)
-        self.create_subscription(TFMessage, "/tf", lambda m: self.tf.update(m, static=False), 100, **g)
-        self.create_subscription(TFMessage, "/tf_static", lambda m: self.tf.update(m, static=True), TF_STATIC, **g)
-        self.create_subscription(JointState, "/joint_states", self._on_joints, 20, **g)
         self.request_pub = None
         if self.grasp_source == "topic":
             self.create_subscription(PoseStamped, "/grasp_target", self._on_topic_target, 10, **g)
@@ -220,6 +229,10 @@ class MissionNode(Node):
             self._target_out.hold(value, self.odom_frame, self.base_frame)
 
     # ------------------------------------------------------------------ shutdown (rlstack_common.run_node)
+    def destroy_node(self) -> None:
+        self.state_lane.destroy()
+        super().destroy_node()
+
     def request_shutdown(self) -> None:
         """SIGINT/SIGTERM: a running fetch ends at its next check (base stopped, controller deactivated)."""
         self.stopping.set()
