@@ -38,7 +38,7 @@ from rlstack_testing.processes import ProcessGroup
 
 REPO = Path(__file__).resolve().parents[1]
 HOME_MAP = str(REPO / "maps" / "home.yaml")
-ROBOT_SIDE = ("localizer", "semantic_map", "grasp_pose", "nav_controller", "policy_node", "mission", "mission_state")
+ROBOT_SIDE = ("localizer", "semantic_map", "grasp_pose", "nav_controller", "policy_node", "mission", "_mission_state")
 MISSION_YAML = yaml.safe_load((REPO / "launch" / "params" / "mission.yaml").read_text())["/**"]["ros__parameters"]
 
 

@@ -228,9 +228,11 @@ class SubscriptionLane:
     message taken and the callback run directly), and the node's executor wakes only for what
     the node does.
 
-    The lane's node is ``<owner>_<suffix>`` in the owner's namespace, made without the process's
-    global arguments (a ``__node`` remapping would give it the owner's name); :meth:`subscribe`
-    resolves each topic as the owner does, so the owner's remappings apply. A callback that
+    The lane's node is ``_<owner>_<suffix>`` in the owner's namespace: hidden (the leading
+    underscore), as it has no parameters, so ``ros2 node list`` and ``ros2 param list`` show the
+    owner alone (``-a`` shows it). It is made without the process's global arguments (a ``__node``
+    remapping would give it the owner's name); :meth:`subscribe` resolves each topic as the owner
+    does, so the owner's remappings apply. A callback that
     raises is logged (throttled) and the lane goes on: a bad message must not stop the state.
     """
 
@@ -238,7 +240,7 @@ class SubscriptionLane:
         import rclpy
 
         self.owner, self.timeout_s = owner, timeout_s
-        self.node = rclpy.create_node(f"{owner.get_name()}_{suffix}", namespace=owner.get_namespace(),
+        self.node = rclpy.create_node(f"_{owner.get_name()}_{suffix}", namespace=owner.get_namespace(),
                                       context=owner.context, use_global_arguments=False,
                                       start_parameter_services=False)
         self._lane = FastLane(self.node)

@@ -1,6 +1,6 @@
 """SubscriptionLane (rlstack_common.fast_lane): subscriptions taken in a thread of their own, over
 real rclpy. Messages from another node arrive without any executor spinning the owner; the owner's
-remappings apply and its ``__node`` remapping does not rename the lane's node; a callback that
+remappings apply and its ``__node`` remapping does not rename the lane's (hidden) node; a callback that
 raises is counted and the lane goes on; destroy stops the thread."""
 
 import time
@@ -38,7 +38,7 @@ def test_the_lane_takes_messages_in_its_own_thread(context):
     talker = rclpy.create_node("talker", context=context, use_global_arguments=False)
     lane = SubscriptionLane(owner, "state", timeout_s=0.05)
     try:
-        assert owner.get_name() == "mission" and lane.node.get_name() == "mission_state"
+        assert owner.get_name() == "mission" and lane.node.get_name() == "_mission_state"
         got = []
 
         def on_count(msg):
