@@ -232,8 +232,8 @@ class SubscriptionLane:
     underscore), as it has no parameters, so ``ros2 node list`` and ``ros2 param list`` show the
     owner alone (``-a`` shows it). It is made without the process's global arguments (a ``__node``
     remapping would give it the owner's name); :meth:`subscribe` resolves each topic as the owner
-    does, so the owner's remappings apply. A callback that
-    raises is logged (throttled) and the lane goes on: a bad message must not stop the state.
+    does, so the owner's remappings apply. A callback that raises is logged (throttled) and the
+    lane goes on: a bad message must not stop the state.
     """
 
     def __init__(self, owner: Node, suffix: str, timeout_s: float = 0.1) -> None:
