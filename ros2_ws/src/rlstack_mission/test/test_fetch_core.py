@@ -1133,6 +1133,17 @@ def test_a_drop_off_stand_pose_the_sensors_see_blocked_is_stood_at_from_another_
     assert "release" not in robot.log
 
 
+def marked_drop_off_point(home):
+    """The drop-off (-0.6, 0) facing west, a phantom mark of the sensors on its point (a 4 cm disc on
+    the map's grid) and where it is looked at from: 1 m behind the asked stand pose (-0.2, 0)."""
+    mask, res, origin = home
+    dropoff = Pose2D(-0.6, 0.0, math.pi)
+    rows, cols = np.indices(mask.shape)
+    xs, ys = origin[0] + (cols + 0.5) * res, origin[1] + (rows + 0.5) * res
+    phantom = np.hypot(xs - dropoff.x, ys - dropoff.y) <= 0.04
+    return dropoff, phantom, (-0.2 + 1.0, 0.0)
+
+
 def test_a_drop_off_the_sensors_mark_all_round_is_looked_at_and_tried_again(home):
     """Obstacles the sensors mark on the drop-off point itself (none lay there: seed 1019 of a
     reporting run, the goal "inside an obstacle" 1.5 m from every object) leave every stand pose
@@ -1140,12 +1151,7 @@ def test_a_drop_off_the_sensors_mark_all_round_is_looked_at_and_tried_again(home
     to drop_look_distance behind the asked stand pose, facing it; once the camera has seen the
     floor there the marks are gone, and the stand pose is reached. With drop_look_distance 0 the
     fetch ends UNREACHABLE as before."""
-    mask, res, origin = home
-    dropoff = Pose2D(-0.6, 0.0, math.pi)
-    rows, cols = np.indices(mask.shape)
-    xs, ys = origin[0] + (cols + 0.5) * res, origin[1] + (rows + 0.5) * res
-    phantom = np.hypot(xs - dropoff.x, ys - dropoff.y) <= 0.04
-    look = (-0.2 + 1.0, 0.0)               # 1 m behind the asked stand pose (-0.2, 0), facing west
+    dropoff, phantom, look = marked_drop_off_point(home)
 
     def fetch(**params):
         def marked_until_seen(robot, pose):
@@ -1175,12 +1181,7 @@ def test_marks_that_the_look_does_not_clear_are_forgotten_and_the_drop_off_tried
     The mission has navigation forget its sensed obstacles, waits settle_s, and tries the stand
     poses once more. Marks that come back (something does stand there) still end UNREACHABLE, with
     both tries in the reason; with drop_clear_obstacles false nothing is cleared."""
-    mask, res, origin = home
-    dropoff = Pose2D(-0.6, 0.0, math.pi)
-    rows, cols = np.indices(mask.shape)
-    xs, ys = origin[0] + (cols + 0.5) * res, origin[1] + (rows + 0.5) * res
-    phantom = np.hypot(xs - dropoff.x, ys - dropoff.y) <= 0.04
-    look = (-0.2 + 1.0, 0.0)               # 1 m behind the asked stand pose (-0.2, 0), facing west
+    dropoff, phantom, look = marked_drop_off_point(home)
 
     def fetch(marks_come_back=False, **params):
         def refused(robot, pose):
