@@ -34,8 +34,8 @@ reads the simulator's truth. See docs/reference/mission.md.
 The action runs in its own thread (MultiThreadedExecutor, reentrant callbacks): the mission is
 a sequence of blocking steps, while topics and service replies keep arriving. /odom, /tf,
 /tf_static and /joint_states are taken by a hidden node of their own, ``_<name>_state``
-(``_mission_state``), in a thread of its own (rlstack_common.fast_lane.SubscriptionLane): at 60 Hz a topic through the
-executor they cost the node most of its CPU.
+(``_mission_state``), in a thread of its own (rlstack_common.fast_lane.SubscriptionLane): at
+60 Hz a topic through the executor they cost the node most of its CPU.
 """
 
 from __future__ import annotations
@@ -99,9 +99,9 @@ class MissionNode(Node):
         self.executing = threading.Event()  # an execute callback is running (until its result is set)
         self.status = MissionStatus(self, LATCHED)   # ~/status, /diagnostics, rejected input
 
-        # The robot's state at 60 Hz a topic: taken in a thread of its own (a hidden node ``_<name>_state``),
-        # not through this node's multi-threaded executor, whose every wake-up rebuilds the wait set
-        # of all the node's entities in Python (rlstack_common.fast_lane.SubscriptionLane)
+        # The robot's state at 60 Hz a topic: taken in a thread of its own (a hidden node
+        # ``_<name>_state``), not through this node's multi-threaded executor, whose every wake-up
+        # rebuilds the wait set of all the node's entities in Python (rlstack_common.fast_lane)
         self.state_lane = SubscriptionLane(self, "state")
         self.state_lane.subscribe(Odometry, "/odom", self._on_odom, 20)
         self.state_lane.subscribe(TFMessage, "/tf", lambda m: self.tf.update(m, static=False), 100)
